@@ -1,0 +1,269 @@
+/* alloc.c - the malloc family on top of the core: small blocks through the thread heaps, large
+ * blocks as page runs, alignment, realloc in place, pointers the library does not own. */
+#include "internal.h"
+#include "heap.h"
+#include <errno.h>
+#include <string.h>
+
+static inline bool is_pow2(size_t x) { return x && !(x & (x - 1)); }
+
+static void *fallback_or_enomem(void)
+{
+	errno = ENOMEM;
+	return NULL;
+}
+
+/* ---- large blocks ---- */
+static void *large_alloc(size_t n, size_t align, int zero)
+{
+	if (n > G.size || n + align < n) return fallback_or_enomem();
+	size_t np = (align_up(n, PAGE_SIZE)) >> PAGE_SHIFT;
+	size_t extra = align > PAGE_SIZE ? (align >> PAGE_SHIFT) - 1 : 0;
+	page_t *h = region_alloc(np + extra, PK_LARGE, zero ? RUN_ZERO : 0);
+	if (!h) return fallback_or_enomem();
+	if (extra) {
+		uintptr_t a = page_addr(page_idx(h));
+		uintptr_t want = align_up(a, align);
+		size_t lead = (want - a) >> PAGE_SHIFT;
+		h = region_trim(h, lead, np);
+	}
+	h->asked = n;
+	return (void *)page_addr(page_idx(h));
+}
+
+/* The head of the live run holding p, or NULL. */
+static page_t *run_head(page_t *pg)
+{
+	if (pg->kind == PK_CONT) pg -= pg->head_off;
+	return pg;
+}
+
+/* ---- pointers outside the range ---- */
+static void free_outside(void *p, const char *func)
+{
+	if (!p) return;
+	if (G.cfg.verbose) {
+		char buf[160];
+		fmtbuf_t b;
+		fmt_init(&b, buf, sizeof buf);
+		fmt_str(&b, func);
+		fmt_str(&b, "(): ignoring ");
+		fmt_hex(&b, (uintptr_t)p);
+		fmt_str(&b, range_has(p) ? ", inside a foreign mapping" : ", not from the range");
+		log_line(buf);
+	}
+}
+
+/* ---- malloc ---- */
+static NOINLINE void *malloc_slow(size_t n)
+{
+	contig_ensure_init();
+	if (n <= SMALL_MAX) {
+		void *p = heap_alloc_small(n);
+		return p ? p : fallback_or_enomem();
+	}
+	return large_alloc(n, PAGE_SIZE, 0);
+}
+
+void *alloc_malloc(size_t n)
+{
+	void *p = heap_malloc_fast(n);
+	if (likely(p != NULL)) return p;
+	return malloc_slow(n);
+}
+
+void *alloc_calloc(size_t n, size_t m)
+{
+	size_t total;
+	if (unlikely(__builtin_mul_overflow(n, m, &total))) { errno = ENOMEM; return NULL; }
+	if (total <= SMALL_MAX) {
+		void *p = alloc_malloc(total);
+		if (p) memset(p, 0, total);
+		return p;
+	}
+	contig_ensure_init();
+	return large_alloc(total, PAGE_SIZE, 1);
+}
+
+/* ---- free ---- */
+static NOINLINE void free_slow(page_t *pg, void *p, const char *func)
+{
+	switch (pg->kind) {
+	case PK_CONT: {
+		page_t *h = run_head(pg);
+		if (h->kind == PK_SMALL) { heap_free_block(h, p, func); return; }
+		break;
+	}
+	case PK_LARGE:
+		if ((uintptr_t)p != page_addr(page_idx(pg))) break;
+		if (heap_tls) heap_tls->n_free++;
+		region_free(pg);
+		return;
+	case PK_FOREIGN:
+	case PK_MMAP_FIXED:
+		free_outside(p, func);
+		return;
+	default:
+		break;
+	}
+	fatal_pointer(func, p);
+}
+
+void alloc_free(void *p)
+{
+	if (unlikely(!range_has(p))) { free_outside(p, "free"); return; }
+	page_t *pg = page_of(p);
+	if (likely(pg->kind == PK_SMALL)) { heap_free_block(pg, p, "free"); return; }
+	free_slow(pg, p, "free");
+}
+
+/* Usable size of a live block, aborting (as func) when p is not one. */
+static size_t live_size(void *p, page_t **headp, const char *func)
+{
+	page_t *h = run_head(page_of(p));
+	*headp = h;
+	if (h->kind == PK_SMALL) {
+		uintptr_t off = (uintptr_t)p - page_start(h);
+		uint64_t m, *w;
+		if ((off & (ALIGN_MIN - 1)) || off % h->block_size) fatal_pointer(func, p);
+		w = live_word(h, off, &m);
+		if (!(__atomic_load_n(w, __ATOMIC_RELAXED) & m)) fatal_pointer(func, p);
+		return h->block_size;
+	}
+	if (h->kind == PK_LARGE && (uintptr_t)p == page_addr(page_idx(h)))
+		return h->usable;
+	if (h->kind == PK_FOREIGN || h->kind == PK_MMAP_FIXED) return 0;
+	fatal_pointer(func, p);
+}
+
+void alloc_free_sized(void *p, size_t n)
+{
+	if (p && range_has(p)) {
+		page_t *h;
+		size_t u = live_size(p, &h, "free_sized");
+		if (u && n > u) fatal_msg("free_sized", "size larger than the block");
+	}
+	alloc_free(p);
+}
+
+void alloc_free_aligned_sized(void *p, size_t align, size_t n)
+{
+	if (p && range_has(p)) {
+		page_t *h;
+		size_t u = live_size(p, &h, "free_aligned_sized");
+		if (u && (n > u || !is_pow2(align) || ((uintptr_t)p & (align - 1))))
+			fatal_msg("free_aligned_sized", "size or alignment does not match the block");
+	}
+	alloc_free(p);
+}
+
+size_t alloc_usable_size(const void *p)
+{
+	if (!p || !range_has(p)) return 0;
+	page_t *h = run_head(page_of(p));
+	if (h->kind == PK_SMALL) {
+		uintptr_t off = (uintptr_t)p - page_start(h);
+		if (off % h->block_size) return 0;
+		return h->block_size;
+	}
+	if (h->kind == PK_LARGE && (uintptr_t)p == page_addr(page_idx(h))) return h->usable;
+	return 0;
+}
+
+/* ---- realloc ---- */
+void *alloc_realloc(void *p, size_t n)
+{
+	if (!p) return alloc_malloc(n);
+	if (heap_tls) heap_tls->n_realloc++;
+	if (n == 0) {                          /* glibc: frees and returns NULL */
+		alloc_free(p);
+		return NULL;
+	}
+	if (!range_has(p)) {
+		free_outside(NULL, "realloc");
+		errno = ENOMEM;                    /* we cannot tell its size */
+		return NULL;
+	}
+	if (n > G.size) { errno = ENOMEM; return NULL; }
+	page_t *h;
+	size_t old = live_size(p, &h, "realloc");
+	if (old == 0) { errno = ENOMEM; return NULL; }
+	if (h->kind == PK_SMALL) {
+		if (n <= old && n > old / 2) {
+			if (G.slow_only) heap_set_asked(h, p, n);
+			return p;
+		}
+	} else if (n > SMALL_MAX || n > old / 2) {
+		size_t np = align_up(n, PAGE_SIZE) >> PAGE_SHIFT;
+		if (np == h->npages || region_resize(h, np) == 0) {
+			h->usable = np << PAGE_SHIFT;
+			h->asked = n;
+			return p;
+		}
+	}
+	void *q = alloc_malloc(n);
+	if (!q) return NULL;
+	memcpy(q, p, old < n ? old : n);
+	alloc_free(p);
+	return q;
+}
+
+void *alloc_reallocarray(void *p, size_t n, size_t m)
+{
+	size_t total;
+	if (__builtin_mul_overflow(n, m, &total)) { errno = ENOMEM; return NULL; }
+	return alloc_realloc(p, total);
+}
+
+/* ---- alignment ---- */
+void *alloc_memalign(size_t align, size_t n)
+{
+	if (align <= ALIGN_MIN) return alloc_malloc(n);
+	if (align > ((size_t)1 << 62)) { errno = EINVAL; return NULL; }
+	if (!is_pow2(align)) align = (size_t)1 << (64 - __builtin_clzl(align));
+	contig_ensure_init();
+	if (n <= SMALL_MAX && align <= PAGE_SIZE) {
+		/* Blocks sit at multiples of their size from a 64 KiB boundary: a class whose size is
+		 * a multiple of align gives aligned blocks. */
+		for (unsigned c = size_class(n > align ? n : align); c < NCLASS; c++) {
+			if (class_size[c] % align == 0) {
+				void *p = heap_alloc_class(c);
+				return p ? p : fallback_or_enomem();
+			}
+		}
+	}
+	return large_alloc(n, align, 0);
+}
+
+int alloc_posix_memalign(void **out, size_t align, size_t n)
+{
+	if (!is_pow2(align) || align % sizeof(void *)) return EINVAL;
+	int saved = errno;
+	void *p = alloc_memalign(align, n);
+	if (!p) { int e = errno; errno = saved; return e ? e : ENOMEM; }
+	*out = p;
+	return 0;
+}
+
+void *alloc_aligned_alloc(size_t align, size_t n)
+{
+	if (!is_pow2(align)) { errno = EINVAL; return NULL; }
+	return alloc_memalign(align, n);
+}
+
+void *alloc_valloc(size_t n) { return alloc_memalign(OS_PAGE, n); }
+
+void *alloc_pvalloc(size_t n)
+{
+	size_t r = align_up(n ? n : 1, OS_PAGE);
+	if (r < n) { errno = ENOMEM; return NULL; }
+	return alloc_memalign(OS_PAGE, r);
+}
+
+int alloc_trim(size_t pad)
+{
+	(void)pad;
+	contig_ensure_init();
+	heap_collect_all();
+	return region_purge(true) > 0;
+}

@@ -1,0 +1,445 @@
+/* heap.c - size classes, thread heaps and their pages of small blocks: refilling, remote frees
+ * (mimalloc-style free-list sharding), full pages, thread exit and heap adoption, fork. */
+#include "internal.h"
+#include "heap.h"
+#include <errno.h>
+#include <string.h>
+
+/* Four classes per doubling above 128 bytes; 16-byte steps below. Waste is at most 20% of the
+ * block above 128 bytes, and below that at most the 15 bytes the 16-byte alignment costs. */
+const uint32_t class_size[NCLASS] = {
+	0, 16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448, 512, 640, 768, 896,
+	1024, 1280, 1536, 1792, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192, 10240, 12288,
+	14336, 16384, 20480, 24576, 28672, 32768, 40960, 49152, 57344, 65536, 81920, 98304, 114688,
+	131072 };
+/* Pages per run: one for classes with at least four blocks per 64 KiB page, else the fewest
+ * pages that hold at least four blocks with at most 12.5% left over. */
+const uint8_t class_pages[NCLASS] = {
+	0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 4, 3, 4, 4, 5, 6, 7, 8 };
+const uint8_t class_small_lut[65] = {
+	1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 13, 13, 14, 14, 14, 14, 15,
+	15, 15, 15, 16, 16, 16, 16, 17, 17, 17, 17, 17, 17, 17, 17, 18, 18, 18, 18, 18, 18, 18, 18,
+	19, 19, 19, 19, 19, 19, 19, 19, 20, 20, 20, 20, 20, 20, 20, 20 };
+
+__thread heap_t *heap_tls __attribute__((tls_model("initial-exec")));
+page_t page_empty;     /* what an empty class list points to: its free list is always NULL */
+
+static pthread_mutex_t heaps_lock = PTHREAD_MUTEX_INITIALIZER;
+static heap_t *heaps_all;
+static heap_t *heaps_abandoned;
+static pthread_key_t heap_key;
+static int heap_key_ok;
+
+static inline page_t *PG(uint32_t i) { return &G.pages[i - 1]; }
+static inline uint32_t ID(page_t *pg) { return (uint32_t)page_idx(pg) + 1; }
+
+/* ---- class lists (owner only) ---- */
+static inline void set_first(heap_t *h, unsigned cls, page_t *pg)
+{
+	h->pages[cls] = pg;
+	h->fast[cls] = G.slow_only ? &page_empty : pg;
+}
+
+static void list_push_front(heap_t *h, page_t *pg)
+{
+	page_t *first = h->pages[pg->cls];
+	pg->prev = 0;
+	pg->next = first == &page_empty ? 0 : ID(first);
+	if (first != &page_empty) first->prev = ID(pg);
+	set_first(h, pg->cls, pg);
+}
+
+static void list_remove(heap_t *h, page_t *pg)
+{
+	if (pg->prev) PG(pg->prev)->next = pg->next;
+	else set_first(h, pg->cls, pg->next ? PG(pg->next) : &page_empty);
+	if (pg->next) PG(pg->next)->prev = pg->prev;
+	pg->next = pg->prev = 0;
+}
+
+/* ---- collecting ---- */
+/* Take the blocks other threads freed; their live bits are cleared here, where a second free of
+ * the same block is caught. */
+static void collect_remote(page_t *pg)
+{
+	uintptr_t tf = atomic_exchange_explicit(&pg->thread_free, 0, memory_order_acquire);
+	if (!tf) return;
+	uintptr_t start = page_start(pg);
+	size_t span = (size_t)class_pages[pg->cls] << PAGE_SHIFT;
+	uint32_t n = 0;
+	block_t *b = (block_t *)tf, *last = NULL;
+	while (b) {
+		if ((uintptr_t)b - start >= span) fatal_msg("free", "heap corruption: bad remote free list");
+		uint64_t m, *w = live_word(pg, (uintptr_t)b - start, &m);
+		uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
+		if (!(v & m)) fatal_pointer("free", b);
+		__atomic_store_n(w, v & ~m, __ATOMIC_RELAXED);
+		n++;
+		last = b;
+		b = b->next;
+	}
+	last->next = pg->free;
+	pg->free = (block_t *)tf;
+	pg->used -= n;
+}
+
+/* Carve up to one OS page worth of fresh blocks (at least one) into the free list. */
+static void extend(page_t *pg)
+{
+	uint32_t total = (uint32_t)(((size_t)class_pages[pg->cls] << PAGE_SHIFT) / pg->block_size);
+	if (pg->capacity >= total) return;
+	uint32_t k = OS_PAGE / pg->block_size;
+	if (k == 0) k = 1;
+	if (k > total - pg->capacity) k = total - pg->capacity;
+	uintptr_t start = page_start(pg) + (uintptr_t)pg->capacity * pg->block_size;
+	block_t *head = pg->free;
+	for (uint32_t i = k; i-- > 0;) {
+		block_t *b = (block_t *)(start + (uintptr_t)i * pg->block_size);
+		b->next = head;
+		head = b;
+	}
+	pg->free = head;
+	pg->capacity = (uint16_t)(pg->capacity + k);
+}
+
+/* Make pg's free list non-empty if it can be. */
+static void refill(page_t *pg)
+{
+	if (pg->local_free) {
+		block_t *l = pg->local_free;
+		if (!pg->free) pg->free = l;
+		else {
+			block_t *t = l;
+			while (t->next) t = t->next;
+			t->next = pg->free;
+			pg->free = l;
+		}
+		pg->local_free = NULL;
+	}
+	collect_remote(pg);
+	if (!pg->free) extend(pg);
+}
+
+static void page_release(page_t *pg)
+{
+	pg->heap = NULL;
+	region_free(pg);
+}
+
+/* pg was just found with nothing to give: take it off the list, unless a remote free raced in. */
+static void page_to_full(heap_t *h, page_t *pg)
+{
+	list_remove(h, pg);
+	atomic_store(&pg->qstate, 1);
+	if (atomic_load(&pg->thread_free) != 0) {
+		uint8_t one = 1;
+		if (atomic_compare_exchange_strong(&pg->qstate, &one, 0))
+			list_push_front(h, pg);
+		/* else a remote freer queued it on h->delayed */
+	}
+}
+
+static void drain_delayed(heap_t *h)
+{
+	page_t *pg = atomic_exchange_explicit(&h->delayed, NULL, memory_order_acquire);
+	while (pg) {
+		page_t *next = pg->next ? PG(pg->next) : NULL;
+		atomic_store_explicit(&pg->qstate, 0, memory_order_relaxed);
+		list_push_front(h, pg);
+		pg = next;
+	}
+}
+
+/* ---- heaps ---- */
+static void heap_destructor(void *arg);
+
+static heap_t *heap_create(void)
+{
+	contig_ensure_init();
+	heap_t *h;
+	pthread_mutex_lock(&heaps_lock);
+	h = heaps_abandoned;
+	if (h) {
+		heaps_abandoned = h->next_abandoned;
+		pthread_mutex_lock(&h->lock);
+		atomic_store(&h->abandoned, 0);
+		pthread_mutex_unlock(&h->lock);
+	} else {
+		h = meta_alloc(sizeof *h);
+		if (h) {
+			for (int c = 0; c < NCLASS; c++) h->pages[c] = h->fast[c] = &page_empty;
+			pthread_mutex_init(&h->lock, NULL);
+			h->next_all = heaps_all;
+			heaps_all = h;
+		}
+	}
+	pthread_mutex_unlock(&heaps_lock);
+	if (!h) return NULL;
+	heap_tls = h;
+	if (heap_key_ok) pthread_setspecific(heap_key, h);
+	return h;
+}
+
+heap_t *heap_get(void)
+{
+	heap_t *h = heap_tls;
+	return h ? h : heap_create();
+}
+
+/* Called once from initialisation: thread exit hands the heap back through this key. */
+void heap_init_key(void)
+{
+	heap_key_ok = pthread_key_create(&heap_key, heap_destructor) == 0;
+}
+
+/* Act as owner of pg (caller owns its heap or holds an abandoned heap's lock): take the free
+ * blocks back; give the page up when nothing in it is live. */
+static void tidy_page(heap_t *h, page_t *pg, bool keep_first)
+{
+	refill(pg);
+	if (pg->used == 0 && !(keep_first && h->pages[pg->cls] == pg)) {
+		list_remove(h, pg);
+		page_release(pg);
+	}
+}
+
+static void tidy_heap(heap_t *h, bool keep_first)
+{
+	drain_delayed(h);
+	for (int c = 1; c < NCLASS; c++) {
+		page_t *pg = h->pages[c];
+		while (pg != &page_empty) {
+			page_t *next = pg->next ? PG(pg->next) : &page_empty;
+			tidy_page(h, pg, keep_first);
+			pg = next;
+		}
+	}
+}
+
+static void heap_destructor(void *arg)
+{
+	heap_t *h = arg;
+	if (!h || heap_tls != h) return;
+	tidy_heap(h, false);
+	heap_tls = NULL;
+	pthread_mutex_lock(&heaps_lock);
+	pthread_mutex_lock(&h->lock);
+	atomic_store(&h->abandoned, 1);
+	pthread_mutex_unlock(&h->lock);
+	h->next_abandoned = heaps_abandoned;
+	heaps_abandoned = h;
+	pthread_mutex_unlock(&heaps_lock);
+}
+
+/* ---- requested sizes, kept only while leaks are tracked (CONTIG_LEAKS) ---- */
+/* One u16 per live-bitmap bit: block size minus the size asked (at most 32 KiB, since classes
+ * are at most 25% apart). The tables hang off a small open hash keyed by page index. */
+#define ASKED_SLOTS 65536u
+static struct asked_slot { uint32_t page; uint16_t *tab; } *asked_map;
+
+static uint16_t *asked_table(page_t *pg, bool create)
+{
+	if (!asked_map) {
+		if (!create) return NULL;
+		asked_map = meta_alloc(sizeof *asked_map * ASKED_SLOTS);
+		if (!asked_map) return NULL;
+	}
+	uint32_t id = ID(pg);
+	for (uint32_t i = (id * 2654435761u) % ASKED_SLOTS, n = 0; n < ASKED_SLOTS; n++, i = (i + 1) % ASKED_SLOTS) {
+		if (asked_map[i].page == id) return asked_map[i].tab;
+		if (asked_map[i].page == 0) {
+			if (!create) return NULL;
+			uint16_t *t = meta_alloc(LIVE_BITS * sizeof(uint16_t));
+			if (!t) return NULL;
+			asked_map[i].tab = t;
+			asked_map[i].page = id;
+			return t;
+		}
+	}
+	return NULL;
+}
+
+void heap_set_asked(page_t *pg, const void *p, size_t n)
+{
+	uint16_t *t = asked_table(pg, false);
+	if (t) t[((uintptr_t)p - page_start(pg)) >> pg->shift] = (uint16_t)(pg->block_size - n);
+}
+
+size_t heap_asked(const page_t *pg, const void *p)
+{
+	uint16_t *t = asked_table((page_t *)pg, false);
+	if (!t) return pg->block_size;
+	return pg->block_size - t[((uintptr_t)p - page_start(pg)) >> pg->shift];
+}
+
+/* ---- slow paths ---- */
+static page_t *new_page(heap_t *h, unsigned cls)
+{
+	page_t *pg = region_alloc(class_pages[cls], PK_SMALL, 0);
+	if (!pg) return NULL;
+	uint32_t bs = class_size[cls];
+	pg->heap = h;
+	pg->block_size = bs;
+	pg->cls = (uint8_t)cls;
+	pg->capacity = 0;
+	pg->used = 0;
+	pg->free = pg->local_free = NULL;
+	atomic_store_explicit(&pg->thread_free, 0, memory_order_relaxed);
+	atomic_store_explicit(&pg->qstate, 0, memory_order_relaxed);
+	unsigned shift = 4;
+	while ((((size_t)class_pages[cls] << PAGE_SHIFT) >> shift) > LIVE_BITS) shift++;
+	pg->shift = (uint8_t)shift;
+	list_push_front(h, pg);
+	if (G.slow_only && !asked_table(pg, true)) {
+		list_remove(h, pg);
+		page_release(pg);
+		return NULL;
+	}
+	return pg;
+}
+
+void *heap_alloc_class(unsigned cls)
+{
+	heap_t *h = heap_get();
+	if (unlikely(!h)) { errno = ENOMEM; return NULL; }
+	if (atomic_load_explicit(&h->delayed, memory_order_relaxed)) drain_delayed(h);
+	page_t *pg = h->pages[cls];
+	while (pg != &page_empty) {
+		if (pg->free) break;
+		refill(pg);
+		page_t *next = pg->next ? PG(pg->next) : &page_empty;
+		if (pg->free) {
+			if (h->pages[cls] != pg) { list_remove(h, pg); list_push_front(h, pg); }
+			break;
+		}
+		page_to_full(h, pg);
+		pg = next;
+	}
+	if (pg == &page_empty) {
+		pg = new_page(h, cls);
+		if (!pg) return NULL;
+		extend(pg);
+	}
+	h->n_malloc++;
+	return page_pop(pg, pg->free);
+}
+
+void *heap_alloc_small(size_t n)
+{
+	unsigned cls = size_class(n);
+	void *p = heap_alloc_class(cls);
+	if (G.slow_only && p) heap_set_asked(page_of(p), p, n);
+	return p;
+}
+
+/* After a local free: the page emptied, or it was full and off the list. */
+void heap_free_local_slow(page_t *pg)
+{
+	heap_t *h = pg->heap;
+	uint8_t st = atomic_load(&pg->qstate);
+	if (st == 1) {
+		uint8_t one = 1;
+		if (atomic_compare_exchange_strong(&pg->qstate, &one, 0)) {
+			list_push_front(h, pg);
+			st = 0;
+		}
+	}
+	if (st == 0 && pg->used == 0 && h->pages[pg->cls] != pg) {
+		refill(pg);
+		if (pg->used == 0) {
+			list_remove(h, pg);
+			page_release(pg);
+		}
+	}
+}
+
+/* A free from a thread that does not own the page. */
+void heap_free_remote(page_t *pg, block_t *b, const char *func)
+{
+	heap_t *h = pg->heap;
+	uintptr_t old = atomic_load_explicit(&pg->thread_free, memory_order_relaxed);
+	do b->next = (block_t *)old;
+	while (!atomic_compare_exchange_weak(&pg->thread_free, &old, (uintptr_t)b));
+	if (heap_tls) heap_tls->n_free++;
+	if (atomic_load(&pg->qstate) == 1) {
+		uint8_t one = 1;
+		if (atomic_compare_exchange_strong(&pg->qstate, &one, 2)) {
+			page_t *top = atomic_load_explicit(&h->delayed, memory_order_relaxed);
+			do pg->next = top ? ID(top) : 0;
+			while (!atomic_compare_exchange_weak(&h->delayed, &top, pg));
+		}
+	}
+	if (unlikely(atomic_load_explicit(&h->abandoned, memory_order_acquire))) {
+		/* Nobody owns the heap: act for it, so its memory drains as frees arrive. */
+		if (pthread_mutex_trylock(&h->lock) == 0) {
+			if (atomic_load(&h->abandoned)) {
+				drain_delayed(h);
+				if (atomic_load(&pg->qstate) == 0 && pg->heap == h)
+					tidy_page(h, pg, false);
+			}
+			pthread_mutex_unlock(&h->lock);
+		}
+	}
+	(void)func;
+}
+
+/* Every heap's pages: take remote frees back (used before reports at exit). Only the calling
+ * thread's heap and abandoned heaps are touched; live threads keep theirs. */
+void heap_collect_all(void)
+{
+	heap_t *me = heap_tls;
+	if (me) tidy_heap(me, true);
+	pthread_mutex_lock(&heaps_lock);
+	for (heap_t *h = heaps_abandoned; h; h = h->next_abandoned) {
+		pthread_mutex_lock(&h->lock);
+		tidy_heap(h, false);
+		pthread_mutex_unlock(&h->lock);
+	}
+	pthread_mutex_unlock(&heaps_lock);
+}
+
+void heap_count_calls(uint64_t *m, uint64_t *f, uint64_t *r)
+{
+	uint64_t a = 0, b = 0, c = 0;
+	pthread_mutex_lock(&heaps_lock);
+	for (heap_t *h = heaps_all; h; h = h->next_all) {
+		a += h->n_malloc;
+		b += h->n_free;
+		c += h->n_realloc;
+	}
+	pthread_mutex_unlock(&heaps_lock);
+	*m = a; *f = b; *r = c;
+}
+
+/* ---- fork: no lock may be held across it, and the child keeps only the forking thread ---- */
+void heap_fork_prepare(void)
+{
+	pthread_mutex_lock(&heaps_lock);
+	for (heap_t *h = heaps_all; h; h = h->next_all) pthread_mutex_lock(&h->lock);
+	region_lock();
+}
+
+void heap_fork_parent(void)
+{
+	region_unlock();
+	for (heap_t *h = heaps_all; h; h = h->next_all) pthread_mutex_unlock(&h->lock);
+	pthread_mutex_unlock(&heaps_lock);
+}
+
+void heap_fork_child(void)
+{
+	region_fork_child();
+	heap_t *me = heap_tls;
+	heaps_abandoned = NULL;
+	for (heap_t *h = heaps_all; h; h = h->next_all) {
+		pthread_mutex_init(&h->lock, NULL);
+		if (h != me) {
+			/* Its thread does not exist here: the heap is free for the next thread to adopt. */
+			atomic_store(&h->abandoned, 1);
+			h->next_abandoned = heaps_abandoned;
+			heaps_abandoned = h;
+		}
+	}
+	pthread_mutex_init(&heaps_lock, NULL);
+}

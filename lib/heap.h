@@ -1,0 +1,76 @@
+/* heap.h - the small-block fast paths, inline for alloc.c: pop from the page's free list, push
+ * to its local list, with the live bitmap checked on every free. Slow paths are in heap.c. */
+#ifndef CONTIG_HEAP_H
+#define CONTIG_HEAP_H
+#include "internal.h"
+
+extern HIDDEN page_t page_empty;
+
+static inline uint64_t *live_word(const page_t *pg, uintptr_t off, uint64_t *mask)
+{
+	size_t bit = off >> pg->shift;
+	*mask = 1ull << (bit & 63);
+	return &pg->live[bit >> 6];
+}
+
+static inline uintptr_t page_start(const page_t *pg) { return page_addr(page_idx(pg)); }
+
+/* Pop a block from a page that has one; validates the link it decodes. */
+static inline void *page_pop(page_t *pg, block_t *b)
+{
+	block_t *next = b->next;
+	uintptr_t start = page_start(pg);
+	if (unlikely(next && (uintptr_t)next - start >= ((size_t)class_pages[pg->cls] << PAGE_SHIFT)))
+		fatal_msg("malloc", "heap corruption: a free block's link leaves its page (use after free?)");
+	pg->free = next;
+	pg->used++;
+	uint64_t m, *w = live_word(pg, (uintptr_t)b - start, &m);
+	__atomic_store_n(w, __atomic_load_n(w, __ATOMIC_RELAXED) | m, __ATOMIC_RELAXED);
+	return b;
+}
+
+static inline void *heap_malloc_fast(size_t n)
+{
+	heap_t *h = heap_tls;
+	if (likely(h != NULL && n <= 1024)) {
+		page_t *pg = h->fast[class_small_lut[(n + 15) >> 4]];
+		block_t *b = pg->free;
+		if (likely(b != NULL)) {
+			h->n_malloc++;
+			return page_pop(pg, b);
+		}
+	}
+	return NULL;
+}
+
+HIDDEN void heap_free_local_slow(page_t *pg);
+HIDDEN void heap_free_remote(page_t *pg, block_t *b, const char *func);
+
+/* Free of a block in a PK_SMALL page (pg is the run's head). */
+static inline void heap_free_block(page_t *pg, void *p, const char *func)
+{
+	uintptr_t off = (uintptr_t)p - page_start(pg);
+	if (unlikely((off & (ALIGN_MIN - 1)) != 0 ||
+	             (pg->shift != 4 && off % pg->block_size != 0)))
+		fatal_pointer(func, p);
+	uint64_t m, *w = live_word(pg, off, &m);
+	heap_t *h = heap_tls;
+	if (likely(pg->heap == h)) {
+		uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
+		if (unlikely(!(v & m)))
+			fatal_pointer(func, p);
+		__atomic_store_n(w, v & ~m, __ATOMIC_RELAXED);
+		block_t *b = p;
+		b->next = pg->local_free;
+		pg->local_free = b;
+		h->n_free++;
+		if (unlikely(--pg->used == 0 || atomic_load_explicit(&pg->qstate, memory_order_relaxed) != 0))
+			heap_free_local_slow(pg);
+		return;
+	}
+	if (unlikely(!(__atomic_load_n(w, __ATOMIC_RELAXED) & m)))
+		fatal_pointer(func, p);
+	heap_free_remote(pg, p, func);
+}
+
+#endif

@@ -1,0 +1,112 @@
+/* maps.c - reads /proc/self/maps without stdio or malloc, for finding foreign mappings in the range. */
+#include "internal.h"
+#include "maps.h"
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9') return c - '0';
+	if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+	return -1;
+}
+
+static const char *parse_hex(const char *s, uintptr_t *out)
+{
+	uintptr_t v = 0;
+	int d;
+	while ((d = hexval(*s)) >= 0) { v = (v << 4) | (uintptr_t)d; s++; }
+	*out = v;
+	return s;
+}
+
+/* Fills m from one line "start-end perms offset dev inode   path". */
+static void parse_line(const char *line, maps_entry_t *m)
+{
+	const char *s = parse_hex(line, &m->lo);
+	if (*s == '-') s++;
+	s = parse_hex(s, &m->hi);
+	while (*s == ' ') s++;
+	for (int i = 0; i < 4; i++) m->perms[i] = *s ? *s++ : '-';
+	m->perms[4] = 0;
+	/* offset, dev, inode */
+	m->anon = 1;
+	for (int field = 0; field < 3; field++) {
+		while (*s == ' ') s++;
+		const char *f = s;
+		while (*s && *s != ' ') s++;
+		if (field == 2) {
+			for (const char *q = f; q < s; q++) if (*q != '0') m->anon = 0;
+		}
+	}
+	while (*s == ' ') s++;
+	m->path = s;
+	if (*s) m->anon = 0;
+	m->line = line;
+}
+
+int maps_scan(uintptr_t lo, uintptr_t hi, maps_fn fn, void *arg)
+{
+	char buf[4096];
+	char line[512];
+	size_t ll = 0;
+	int fd = os_open_read("/proc/self/maps");
+	if (fd < 0) return fd;
+	for (;;) {
+		long n = os_read(fd, buf, sizeof buf);
+		if (n <= 0) break;
+		for (long i = 0; i < n; i++) {
+			char c = buf[i];
+			if (c != '\n') {
+				if (ll < sizeof line - 1) line[ll++] = c;
+				continue;
+			}
+			line[ll] = 0;
+			ll = 0;
+			maps_entry_t m;
+			parse_line(line, &m);
+			if (m.hi > lo && m.lo < hi) {
+				if (fn(&m, arg)) { os_close(fd); return 1; }
+			}
+		}
+	}
+	os_close(fd);
+	return 0;
+}
+
+/* statm's first field: the process's address-space size in bytes (what RLIMIT_AS counts). */
+size_t maps_vm_size(void)
+{
+	char buf[128];
+	int fd = os_open_read("/proc/self/statm");
+	if (fd < 0) return 0;
+	long n = os_read(fd, buf, sizeof buf - 1);
+	os_close(fd);
+	if (n <= 0) return 0;
+	buf[n] = 0;
+	size_t pages = 0;
+	for (const char *s = buf; *s >= '0' && *s <= '9'; s++) pages = pages * 10 + (size_t)(*s - '0');
+	return pages * OS_PAGE;
+}
+
+/* VmHWM from /proc/self/status, in bytes. */
+size_t maps_peak_rss(void)
+{
+	char buf[4096];
+	int fd = os_open_read("/proc/self/status");
+	if (fd < 0) return 0;
+	long n = os_read(fd, buf, sizeof buf - 1);
+	os_close(fd);
+	if (n <= 0) return 0;
+	buf[n] = 0;
+	for (char *s = buf; *s; s++) {
+		if ((s == buf || s[-1] == '\n') && s[0] == 'V' && s[1] == 'm' && s[2] == 'H' && s[3] == 'W' &&
+		    s[4] == 'M' && s[5] == ':') {
+			s += 6;
+			while (*s == ' ' || *s == '\t') s++;
+			size_t kb = 0;
+			while (*s >= '0' && *s <= '9') kb = kb * 10 + (size_t)(*s++ - '0');
+			return kb * 1024;
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,21 @@
+/* maps.h - /proc/self/maps and /proc/self/stat* readers (allocation-free). */
+#ifndef CONTIG_MAPS_H
+#define CONTIG_MAPS_H
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct maps_entry {
+	uintptr_t lo, hi;          /* [lo, hi) */
+	char perms[5];             /* "rw-p" */
+	int anon;                  /* no inode and no path */
+	const char *path;          /* "" when none; valid only during the callback */
+	const char *line;          /* the whole line, valid only during the callback */
+} maps_entry_t;
+
+/* Return nonzero from the callback to stop. */
+typedef int (*maps_fn)(const maps_entry_t *m, void *arg);
+/* Calls fn for each mapping overlapping [lo, hi). Returns 1 if fn stopped it, 0, or -errno. */
+int maps_scan(uintptr_t lo, uintptr_t hi, maps_fn fn, void *arg);
+size_t maps_vm_size(void);
+size_t maps_peak_rss(void);
+#endif

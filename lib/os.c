@@ -1,0 +1,151 @@
+/* os.c - raw system calls for the library's own mappings: no errno, no allocation, no libc
+ * wrappers that an interposer (including ours) could catch. */
+#include "config.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include "os.h"
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+long os_syscall6(long nr, long a, long b, long c, long d, long e, long f)
+{
+#if defined(__x86_64__)
+	long ret;
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	register long r9 __asm__("r9") = f;
+	__asm__ volatile ("syscall"
+		: "=a"(ret)
+		: "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+		: "rcx", "r11", "memory");
+	return ret;
+#elif defined(__aarch64__)
+	register long x8 __asm__("x8") = nr;
+	register long x0 __asm__("x0") = a;
+	register long x1 __asm__("x1") = b;
+	register long x2 __asm__("x2") = c;
+	register long x3 __asm__("x3") = d;
+	register long x4 __asm__("x4") = e;
+	register long x5 __asm__("x5") = f;
+	__asm__ volatile ("svc 0"
+		: "+r"(x0)
+		: "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
+		: "memory");
+	return x0;
+#else
+	int saved = errno;
+	long ret = syscall(nr, a, b, c, d, e, f);
+	if (ret == -1) ret = -errno;
+	errno = saved;
+	return ret;
+#endif
+}
+
+#define SC(nr, a, b, c, d, e, f) os_syscall6((nr), (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), (long)(f))
+
+void *os_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return (void *)SC(SYS_mmap, addr, len, prot, flags, fd, off);
+}
+
+int os_munmap(void *addr, size_t len) { return (int)SC(SYS_munmap, addr, len, 0, 0, 0, 0); }
+int os_mprotect(void *addr, size_t len, int prot) { return (int)SC(SYS_mprotect, addr, len, prot, 0, 0, 0); }
+int os_madvise(void *addr, size_t len, int advice) { return (int)SC(SYS_madvise, addr, len, advice, 0, 0, 0); }
+
+void *os_mremap(void *old, size_t oldlen, size_t newlen, int flags, void *newaddr)
+{
+	return (void *)SC(SYS_mremap, old, oldlen, newlen, flags, newaddr, 0);
+}
+
+int os_open_read(const char *path)
+{
+	return (int)SC(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0, 0, 0);
+}
+
+long os_read(int fd, void *buf, size_t n)
+{
+	long r;
+	do r = SC(SYS_read, fd, buf, n, 0, 0, 0); while (r == -EINTR);
+	return r;
+}
+
+long os_write(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+	size_t done = 0;
+	while (done < n) {
+		long r = SC(SYS_write, fd, p + done, n - done, 0, 0, 0);
+		if (r == -EINTR) continue;
+		if (r <= 0) return done ? (long)done : r;
+		done += (size_t)r;
+	}
+	return (long)done;
+}
+
+int os_close(int fd) { return (int)SC(SYS_close, fd, 0, 0, 0, 0, 0); }
+
+int os_getrlimit_as(uint64_t *cur)
+{
+	struct rlimit rl;
+	int r = (int)SC(SYS_prlimit64, 0, RLIMIT_AS, 0, &rl, 0, 0);
+	if (r < 0) { *cur = UINT64_MAX; return r; }
+	*cur = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_cur;
+	return 0;
+}
+
+uint64_t os_now_ms(void)
+{
+	/* clock_gettime goes through the vDSO and never allocates. */
+	struct timespec ts;
+	if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) != 0)
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+long os_gettid(void) { return SC(SYS_gettid, 0, 0, 0, 0, 0, 0); }
+
+/* Map at exactly addr without replacing anything. Old kernels (< 4.17) treat MAP_FIXED_NOREPLACE
+ * as a hint: a different address back means the place was taken, so undo and report EEXIST. */
+static int map_exact(uintptr_t addr, size_t len, int prot, int extra)
+{
+	void *p = os_mmap((void *)addr, len, prot,
+	                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE | extra, -1, 0);
+	if (os_failed(p)) return -os_err(p);
+	if ((uintptr_t)p != addr) {
+		os_munmap(p, len);
+		return -EEXIST;
+	}
+	return 0;
+}
+
+int os_reserve_fixed(uintptr_t addr, size_t len) { return map_exact(addr, len, PROT_NONE, 0); }
+int os_map_fixed_rw(uintptr_t addr, size_t len) { return map_exact(addr, len, PROT_READ | PROT_WRITE, 0); }
+int os_commit(uintptr_t addr, size_t len) { return os_mprotect((void *)addr, len, PROT_READ | PROT_WRITE); }
+int os_decommit(uintptr_t addr, size_t len) { return os_madvise((void *)addr, len, MADV_DONTNEED); }
+
+void *os_map_meta(size_t len, uintptr_t lo, uintptr_t hi)
+{
+	int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+	void *p = os_mmap(NULL, len, PROT_READ | PROT_WRITE, flags, -1, 0);
+	if (os_failed(p)) return NULL;
+	if ((uintptr_t)p + len > lo && (uintptr_t)p < hi) {
+		/* The kernel chose a place inside the range: move above it. */
+		os_munmap(p, len);
+		p = os_mmap((void *)hi, len, PROT_READ | PROT_WRITE, flags, -1, 0);
+		if (os_failed(p)) return NULL;
+		if ((uintptr_t)p + len > lo && (uintptr_t)p < hi) { os_munmap(p, len); return NULL; }
+	}
+	return p;
+}
+
+int os_open_write(const char *path)
+{
+	return (int)SC(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644, 0, 0);
+}

@@ -1,0 +1,284 @@
+/* stats.c - statistics gathered from the page descriptors and the heaps, the exit summary
+ * (text or JSON), and the leak report. Formats on the stack; never allocates. */
+#include "internal.h"
+#include "heap.h"
+#include "maps.h"
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct walk {
+	size_t live_blocks, live_bytes;
+} walk_t;
+
+void stats_collect(contig_stats_t *st)
+{
+	region_stats_t rs;
+	memset(st, 0, sizeof *st);
+	st->size = sizeof *st;
+	st->base = G.cfg.base;
+	st->range_size = G.size;
+	region_get_stats(&rs);
+	st->mode = rs.mode;
+	st->reserved = rs.reserved;
+	st->auto_reserved_all = rs.reserved == G.size;
+	st->mapped = rs.mapped;
+	st->committed = rs.committed;
+	st->committed_peak = rs.committed_peak;
+	st->resident_peak = maps_peak_rss();
+	st->mmap_bytes = rs.mmap_bytes;
+	st->purged_bytes = rs.purged;
+	st->fallback_bytes = rs.fallback_bytes;
+	st->limit = rs.limit;
+	st->limit_hits = rs.limit_hits;
+	st->collisions = rs.collisions;
+	memcpy(st->collision, rs.coll, sizeof st->collision);
+	size_t frontier = rs.mapped >> PAGE_SHIFT;
+	for (size_t i = 0; i < frontier; i++) {
+		const page_t *pg = &G.pages[i];
+		if (pg->kind == PK_SMALL) {
+			st->live_blocks += pg->used;
+			st->live_bytes += (size_t)pg->used * pg->block_size;
+		}
+	}
+	st->live_blocks += rs.large_blocks;
+	st->live_bytes += rs.large_bytes;
+	heap_count_calls(&st->calls_malloc, &st->calls_free, &st->calls_realloc);
+}
+
+static const char *mode_name(int m)
+{
+	return m == MODE_RESERVE ? "reserve" : m == MODE_LAZY ? "lazy" : "auto";
+}
+
+static const char *route_word(int r)
+{
+	switch (r) {
+	case CONTIG_ROUTE_START: return "start";
+	case CONTIG_ROUTE_GROW: return "grow";
+	case CONTIG_ROUTE_MMAP: return "mmap";
+	case CONTIG_ROUTE_MAPS: return "maps";
+	}
+	return "?";
+}
+
+typedef struct out { int fd; char buf[4096]; size_t n; } out_t;
+
+static void out_flush(out_t *o)
+{
+	if (o->n) os_write(o->fd, o->buf, o->n);
+	o->n = 0;
+}
+
+static void out_line(out_t *o, const fmtbuf_t *b)
+{
+	size_t n = fmt_len(b);
+	if (o->n + n + 1 > sizeof o->buf) out_flush(o);
+	memcpy(o->buf + o->n, b->start, n);
+	o->n += n;
+	o->buf[o->n++] = '\n';
+}
+
+#define LINE(o, ...) do { char lb_[400]; fmtbuf_t b_; fmt_init(&b_, lb_, sizeof lb_); \
+	fmtbuf_t *b = &b_; __VA_ARGS__; out_line((o), b); } while (0)
+
+static void print_text(out_t *o, const contig_stats_t *st)
+{
+	LINE(o, fmt_str(b, "libcontig: statistics (pid "); fmt_dec(b, (uint64_t)getpid()); fmt_char(b, ')'));
+	LINE(o, fmt_str(b, "libcontig:   range       "); fmt_hex(b, st->base); fmt_char(b, '-');
+	     fmt_hex(b, st->base + st->range_size); fmt_str(b, " ("); fmt_size(b, st->range_size); fmt_char(b, ')'));
+	LINE(o, fmt_str(b, "libcontig:   mode        "); fmt_str(b, mode_name(st->mode));
+	     fmt_str(b, st->reserved == st->range_size ? " (whole range reserved)" :
+	                st->reserved ? " (part reserved, lazy beyond)" : " (nothing reserved, lazy growth)"));
+	LINE(o, fmt_str(b, "libcontig:   reserved    "); fmt_size(b, st->reserved));
+	LINE(o, fmt_str(b, "libcontig:   mapped      "); fmt_size(b, st->mapped); fmt_str(b, " of the range made usable"));
+	LINE(o, fmt_str(b, "libcontig:   committed   "); fmt_size(b, st->committed); fmt_str(b, " now, peak ");
+	     fmt_size(b, st->committed_peak));
+	LINE(o, fmt_str(b, "libcontig:   resident    peak "); fmt_size(b, st->resident_peak); fmt_str(b, " (VmHWM)"));
+	LINE(o, fmt_str(b, "libcontig:   live        "); fmt_dec(b, st->live_blocks); fmt_str(b, " blocks, ");
+	     fmt_dec(b, st->live_bytes); fmt_str(b, " bytes"));
+	LINE(o, fmt_str(b, "libcontig:   calls       malloc "); fmt_dec(b, st->calls_malloc);
+	     fmt_str(b, ", free "); fmt_dec(b, st->calls_free); fmt_str(b, ", realloc "); fmt_dec(b, st->calls_realloc);
+	     fmt_str(b, ", mmap "); fmt_dec(b, st->calls_mmap));
+	LINE(o, fmt_str(b, "libcontig:   mmap        "); fmt_size(b, st->mmap_bytes); fmt_str(b, " served from the range"));
+	LINE(o, fmt_str(b, "libcontig:   purged      "); fmt_size(b, st->purged_bytes); fmt_str(b, " returned to the OS"));
+	LINE(o, fmt_str(b, "libcontig:   fallback    "); fmt_size(b, st->fallback_bytes); fmt_str(b, " outside the range"));
+	LINE(o, fmt_str(b, "libcontig:   limit       ");
+	     if (st->limit) fmt_size(b, st->limit); else fmt_str(b, "none");
+	     fmt_str(b, ", hits "); fmt_dec(b, st->limit_hits));
+	LINE(o, fmt_str(b, "libcontig:   collisions  "); fmt_dec(b, st->collisions));
+	for (size_t i = 0; i < st->collisions && i < CONTIG_STATS_COLLISIONS; i++)
+		LINE(o, fmt_str(b, "libcontig:     "); fmt_hex(b, st->collision[i].addr); fmt_char(b, '-');
+		     fmt_hex(b, st->collision[i].addr + st->collision[i].len); fmt_str(b, " found by ");
+		     fmt_str(b, route_word(st->collision[i].route)));
+}
+
+static void print_json(out_t *o, const contig_stats_t *st)
+{
+	LINE(o,
+	     fmt_str(b, "{\"pid\":"); fmt_dec(b, (uint64_t)getpid());
+	     fmt_str(b, ",\"base\":\""); fmt_hex(b, st->base);
+	     fmt_str(b, "\",\"size\":"); fmt_dec(b, st->range_size);
+	     fmt_str(b, ",\"mode\":\""); fmt_str(b, mode_name(st->mode));
+	     fmt_str(b, "\",\"reserved\":"); fmt_dec(b, st->reserved);
+	     fmt_str(b, ",\"mapped\":"); fmt_dec(b, st->mapped);
+	     fmt_str(b, ",\"committed\":"); fmt_dec(b, st->committed);
+	     fmt_str(b, ",\"committed_peak\":"); fmt_dec(b, st->committed_peak);
+	     fmt_str(b, ",\"resident_peak\":"); fmt_dec(b, st->resident_peak));
+	LINE(o,
+	     fmt_str(b, ",\"live_blocks\":"); fmt_dec(b, st->live_blocks);
+	     fmt_str(b, ",\"live_bytes\":"); fmt_dec(b, st->live_bytes);
+	     fmt_str(b, ",\"calls\":{\"malloc\":"); fmt_dec(b, st->calls_malloc);
+	     fmt_str(b, ",\"free\":"); fmt_dec(b, st->calls_free);
+	     fmt_str(b, ",\"realloc\":"); fmt_dec(b, st->calls_realloc);
+	     fmt_str(b, ",\"mmap\":"); fmt_dec(b, st->calls_mmap);
+	     fmt_str(b, "},\"mmap_bytes\":"); fmt_dec(b, st->mmap_bytes);
+	     fmt_str(b, ",\"purged_bytes\":"); fmt_dec(b, st->purged_bytes);
+	     fmt_str(b, ",\"fallback_bytes\":"); fmt_dec(b, st->fallback_bytes);
+	     fmt_str(b, ",\"limit\":"); fmt_dec(b, st->limit);
+	     fmt_str(b, ",\"limit_hits\":"); fmt_dec(b, st->limit_hits);
+	     fmt_str(b, ",\"collision_count\":"); fmt_dec(b, st->collisions);
+	     fmt_str(b, ",\"collisions\":["));
+	for (size_t i = 0; i < st->collisions && i < CONTIG_STATS_COLLISIONS; i++)
+		LINE(o, if (i) fmt_char(b, ',');
+		     fmt_str(b, "{\"addr\":\""); fmt_hex(b, st->collision[i].addr);
+		     fmt_str(b, "\",\"len\":"); fmt_dec(b, st->collision[i].len);
+		     fmt_str(b, ",\"route\":\""); fmt_str(b, route_word(st->collision[i].route)); fmt_str(b, "\"}"));
+	LINE(o, fmt_str(b, "]}"));
+}
+
+/* ---- leaks ---- */
+#define LEAK_TOP 10
+#define LEAK_GROUPS 64
+
+typedef struct leaks {
+	size_t blocks, bytes;
+	uintptr_t top_addr[LEAK_TOP];
+	size_t top_size[LEAK_TOP];
+	size_t ntop;
+	size_t gsize[LEAK_GROUPS], gcount[LEAK_GROUPS];
+	size_t ngroups, other_blocks;
+	const void *exclude[3];
+} leaks_t;
+
+static void leak_add(leaks_t *l, uintptr_t addr, size_t size)
+{
+	for (int i = 0; i < 3; i++)
+		if (l->exclude[i] && (uintptr_t)l->exclude[i] == addr) return;
+	l->blocks++;
+	l->bytes += size;
+	/* keep the largest few, ordered by size then address */
+	size_t i = l->ntop < LEAK_TOP ? l->ntop++ : LEAK_TOP;
+	while (i > 0 && l->top_size[i - 1] < size) {
+		if (i < LEAK_TOP) { l->top_size[i] = l->top_size[i - 1]; l->top_addr[i] = l->top_addr[i - 1]; }
+		i--;
+	}
+	if (i < LEAK_TOP) { l->top_size[i] = size; l->top_addr[i] = addr; }
+	for (size_t g = 0; g < l->ngroups; g++)
+		if (l->gsize[g] == size) { l->gcount[g]++; return; }
+	if (l->ngroups < LEAK_GROUPS) {
+		l->gsize[l->ngroups] = size;
+		l->gcount[l->ngroups++] = 1;
+	} else
+		l->other_blocks++;
+}
+
+static void leaks_scan(leaks_t *l, size_t frontier)
+{
+	for (size_t i = 0; i < frontier; i++) {
+		page_t *pg = &G.pages[i];
+		if (pg->kind == PK_SMALL) {
+			uintptr_t start = page_start(pg);
+			size_t bits = ((size_t)class_pages[pg->cls] << PAGE_SHIFT) >> pg->shift;
+			for (size_t w = 0; w < (bits + 63) / 64; w++) {
+				uint64_t v = pg->live[w];
+				while (v) {
+					size_t bit = w * 64 + (size_t)__builtin_ctzll(v);
+					v &= v - 1;
+					uintptr_t a = start + (bit << pg->shift);
+					leak_add(l, a, heap_asked(pg, (void *)a));
+				}
+			}
+		} else if (pg->kind == PK_LARGE) {
+			leak_add(l, page_addr(i), pg->asked);
+		}
+	}
+}
+
+static void print_leaks(out_t *o, leaks_t *l)
+{
+	if (!l->blocks) {
+		LINE(o, fmt_str(b, "libcontig: no leaks: every block was freed"));
+		return;
+	}
+	LINE(o, fmt_str(b, "libcontig: leaks: "); fmt_dec(b, l->blocks); fmt_str(b, l->blocks == 1 ? " block, " : " blocks, ");
+	     fmt_dec(b, l->bytes); fmt_str(b, " bytes still live at exit"));
+	/* groups, largest total first (selection: the lists are short) */
+	bool done[LEAK_GROUPS] = { false };
+	for (size_t k = 0; k < l->ngroups && k < 20; k++) {
+		size_t best = SIZE_MAX;
+		for (size_t g = 0; g < l->ngroups; g++)
+			if (!done[g] && (best == SIZE_MAX || l->gsize[g] * l->gcount[g] > l->gsize[best] * l->gcount[best]))
+				best = g;
+		done[best] = true;
+		LINE(o, fmt_str(b, "libcontig:   "); fmt_dec(b, l->gcount[best]); fmt_str(b, l->gcount[best] == 1 ? " block of " : " blocks of ");
+		     fmt_dec(b, l->gsize[best]); fmt_str(b, " bytes"));
+	}
+	if (l->ngroups > 20 || l->other_blocks)
+		LINE(o, fmt_str(b, "libcontig:   ... and more sizes"));
+	for (size_t i = 0; i < l->ntop; i++)
+		LINE(o, fmt_str(b, "libcontig:   leaked "); fmt_dec(b, l->top_size[i]); fmt_str(b, " bytes at ");
+		     fmt_hex(b, l->top_addr[i]));
+}
+
+void stats_report_exit(void)
+{
+	if (atomic_load(&G.state) != 2) return;
+	int want_stats = G.cfg.stats, want_leaks = G.cfg.leaks;
+	if (!want_stats && !want_leaks) return;
+	out_t o;
+	o.n = 0;
+	o.fd = 2;
+	if (want_stats && G.cfg.stats_file[0]) {
+		int fd = os_open_write(G.cfg.stats_file);
+		if (fd >= 0) o.fd = fd;
+	}
+	heap_collect_all();
+	if (want_stats) {
+		contig_stats_t st;
+		stats_collect(&st);
+		if (G.cfg.stats == STATS_JSON) print_json(&o, &st);
+		else print_text(&o, &st);
+		out_flush(&o);
+		if (o.fd != 2) { os_close(o.fd); o.fd = 2; }
+	}
+	if (want_leaks) {
+		static leaks_t l;
+		memset(&l, 0, sizeof l);
+		/* stdio's own buffers belong to libc, which never frees them */
+		l.exclude[0] = stdin ? stdin->_IO_buf_base : NULL;
+		l.exclude[1] = stdout ? stdout->_IO_buf_base : NULL;
+		l.exclude[2] = stderr ? stderr->_IO_buf_base : NULL;
+		region_stats_t rs;
+		region_get_stats(&rs);
+		leaks_scan(&l, rs.mapped >> PAGE_SHIFT);
+		print_leaks(&o, &l);
+		out_flush(&o);
+		if (l.blocks && G.cfg.leaks == LEAKS_ERROR) {
+			fflush(NULL);
+			_exit(23);
+		}
+	}
+}
+
+void stats_print_malloc_stats(void)
+{
+	out_t o;
+	o.n = 0;
+	o.fd = 2;
+	contig_stats_t st;
+	contig_ensure_init();
+	stats_collect(&st);
+	print_text(&o, &st);
+	out_flush(&o);
+}
