@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <pthread.h>
+#include <sys/types.h>
 #include "contig.h"
 
 #define likely(x)   __builtin_expect(!!(x), 1)
@@ -53,6 +54,7 @@ enum page_kind {
 #define PF_DIRTY    0x01    /* may hold non-zero data or resident pages: counted as committed */
 #define PF_NEEDZERO 0x02    /* handed out dirty to a caller that asked for zeroed memory */
 #define PF_RUNDIRTY 0x04    /* PK_FREE heads: some page of the run is dirty */
+#define PF_PROT     0x08    /* a caller changed the protection of part of this page */
 
 typedef struct block { struct block *next; } block_t;
 struct heap;
@@ -73,9 +75,13 @@ typedef struct page {
 			uint32_t head_off;      /* pages back to the head: PK_CONT, tails of free runs */
 			union {
 				uint32_t stamp; /* PK_FREE heads: coarse ms clock when the oldest dirty part was freed */
-				uint64_t asked; /* PK_LARGE, PK_MMAP: bytes the caller asked for */
+				uint64_t asked; /* PK_LARGE: bytes the caller asked for */
+				uint64_t map_lo;/* PK_MMAP: offset of the caller's first mapped byte from the run */
 			};
-			size_t usable;          /* PK_LARGE: usable bytes; PK_MMAP: bytes the caller asked for */
+			union {
+				size_t usable;  /* PK_LARGE: usable bytes */
+				size_t map_hi;  /* PK_MMAP: offset one past the caller's last mapped byte */
+			};
 		};
 	};
 	uint8_t kind;                   /* enum page_kind */
@@ -189,13 +195,21 @@ static inline unsigned size_class(size_t n)
 }
 
 /* ---- page runs and the range (region.c) ---- */
-enum { RUN_ZERO = 1 };             /* caller needs the memory zeroed */
+enum { RUN_ZERO = 1 };             /* caller needs the memory zeroed (PK_MMAP: decommitted instead) */
 HIDDEN int region_init(void);
 HIDDEN page_t *region_alloc(size_t npages, uint8_t kind, int flags);
 HIDDEN void region_free(page_t *head);
 HIDDEN int region_resize(page_t *head, size_t newpages);
 HIDDEN page_t *region_trim(page_t *head, size_t lead, size_t keep);
 HIDDEN void region_set_limit_pages(size_t pages);
+/* served mappings (mmap.c) */
+enum { PC_FREE, PC_UNUSED, PC_HEAP, PC_MMAP, PC_FIXED, PC_FOREIGN };
+HIDDEN int region_classify(size_t i, page_t **head);
+HIDDEN void region_mmap_release(page_t *h, size_t a, size_t b);
+HIDDEN int region_fixed_take(size_t a, size_t b);
+HIDDEN void region_fixed_give_back(size_t i);
+HIDDEN void region_count_mmap(size_t bytes_served, size_t fallback_bytes);
+HIDDEN size_t region_frontier(void);
 HIDDEN size_t region_purge(bool all);
 HIDDEN void region_maybe_purge(void);
 HIDDEN void region_lock(void);
@@ -245,6 +259,14 @@ HIDDEN void *alloc_valloc(size_t n);
 HIDDEN void *alloc_pvalloc(size_t n);
 HIDDEN size_t alloc_usable_size(const void *p);
 HIDDEN int alloc_trim(size_t pad);
+
+/* ---- mapping calls served from the range (mmap.c) ---- */
+HIDDEN void *mm_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+HIDDEN int mm_munmap(void *addr, size_t len);
+HIDDEN void *mm_mremap(void *old, size_t oldlen, size_t newlen, int flags, void *newaddr);
+HIDDEN int mm_mprotect(void *addr, size_t len, int prot);
+HIDDEN int mm_madvise(void *addr, size_t len, int advice);
+HIDDEN uint64_t mm_calls(void);
 
 /* ---- statistics and reports (stats.c) ---- */
 HIDDEN void stats_collect(contig_stats_t *st);

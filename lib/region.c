@@ -4,6 +4,7 @@
 #include "internal.h"
 #include "maps.h"
 #include <errno.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -393,9 +394,9 @@ static int make_usable(size_t a, size_t b)
 		scan_foreign(page_addr(a), page_addr(e), CONTIG_ROUTE_MAPS, 1);
 	}
 	while (i < b) {
-		if (P(i)->kind == PK_FOREIGN) { i++; R.frontier = i; continue; }
+		if (P(i)->kind != PK_UNUSED) { i++; R.frontier = i; continue; }   /* foreign, or a caller's fixed map */
 		size_t j = i;
-		while (j < b && P(j)->kind != PK_FOREIGN) j++;
+		while (j < b && P(j)->kind == PK_UNUSED) j++;
 		if (i < R.reserved_end) {
 			size_t k = j < R.reserved_end ? j : R.reserved_end;
 			err = os_commit(page_addr(i), (k - i) << PAGE_SHIFT);
@@ -529,8 +530,22 @@ page_t *region_alloc(size_t n, uint8_t kind, int flags)
 		h->usable = n << PAGE_SHIFT;
 		if (kind == PK_LARGE) { R.large_bytes += n << PAGE_SHIFT; R.large_blocks++; }
 	}
+	if (kind == PK_MMAP) {
+		h->map_lo = 0;
+		h->map_hi = n << PAGE_SHIFT;
+		R.mmap_bytes += n << PAGE_SHIFT;
+	}
 	region_unlock();
-	if (flags & RUN_ZERO) {
+	if ((flags & RUN_ZERO) && kind == PK_MMAP) {
+		/* a fresh mapping reads as zero without the pages being touched */
+		for (size_t i = idx; i < idx + n;) {
+			if (!(P(i)->flags & PF_NEEDZERO)) { i++; continue; }
+			size_t j = i;
+			while (j < idx + n && (P(j)->flags & PF_NEEDZERO)) P(j++)->flags &= (uint8_t)~PF_NEEDZERO;
+			os_decommit(page_addr(i), (j - i) << PAGE_SHIFT);
+			i = j;
+		}
+	} else if (flags & RUN_ZERO) {
 		for (size_t i = idx; i < idx + n; i++) {
 			if (P(i)->flags & PF_NEEDZERO) {
 				memset((void *)page_addr(i), 0, PAGE_SIZE);
@@ -555,6 +570,14 @@ static void free_locked(page_t *h)
 	size_t idx = page_idx(h), n = run_len(h);
 	if (h->kind == PK_SMALL) bitmap_put_locked(h->live);
 	else if (h->kind == PK_LARGE) { R.large_bytes -= n << PAGE_SHIFT; R.large_blocks--; }
+	for (size_t i = idx; i < idx + n; i++) {
+		if (P(i)->flags & PF_PROT) {
+			/* the caller changed protections inside the block: make it plain memory again */
+			os_commit(page_addr(idx), n << PAGE_SHIFT);
+			for (size_t k = idx; k < idx + n; k++) P(k)->flags &= (uint8_t)~PF_PROT;
+			break;
+		}
+	}
 	h->kind = PK_FREE;
 	h->flags |= PF_DIRTY;
 	run_insert_free(idx, n, now_stamp(), true);
@@ -768,4 +791,145 @@ page_t *region_trim(page_t *h, size_t lead, size_t keep)
 	if (nh->kind == PK_LARGE) R.large_bytes -= (n - keep) << PAGE_SHIFT;
 	region_unlock();
 	return nh;
+}
+
+/* ---- served mappings ---- */
+size_t region_frontier(void) { return R.frontier; }
+
+void region_count_mmap(size_t served, size_t fallback)
+{
+	region_lock();
+	(void)served;
+	R.fallback_bytes += fallback;
+	region_unlock();
+}
+
+/* The free run holding page i, or SIZE_MAX. Interior descriptors of free runs are not kept
+ * exact, so this walks the bins: it serves only the rare MAP_FIXED calls into the range. */
+static size_t free_run_holding(size_t i)
+{
+	for (unsigned b = 0; b < NBINS; b++)
+		for (uint32_t k = R.bin[b]; k; k = P(k - 1)->next)
+			if (i >= k - 1 && i < k - 1 + P(k - 1)->npages) return k - 1;
+	return SIZE_MAX;
+}
+
+static int classify_locked(size_t i, page_t **head)
+{
+	page_t *pg = P(i);
+	*head = NULL;
+	if (pg->kind == PK_MMAP_FIXED) return PC_FIXED;
+	if (pg->kind == PK_FOREIGN) return PC_FOREIGN;
+	if (i >= R.frontier) return PC_UNUSED;
+	if (pg->kind == PK_FREE || pg->kind == PK_CONT) {
+		if (free_run_holding(i) != SIZE_MAX) return PC_FREE;
+	}
+	page_t *h = pg->kind == PK_CONT ? pg - pg->head_off : pg;
+	*head = h;
+	if (h->kind == PK_MMAP) return PC_MMAP;
+	if (h->kind == PK_SMALL || h->kind == PK_LARGE) return PC_HEAP;
+	return PC_FREE;
+}
+
+int region_classify(size_t i, page_t **head)
+{
+	region_lock();
+	int c = classify_locked(i, head);
+	region_unlock();
+	return c;
+}
+
+/* Our own anonymous mapping back over [addr, addr+len), as the range had it. */
+static void restore_ours(size_t a, size_t b)
+{
+	uintptr_t lo = page_addr(a);
+	size_t len = (b - a) << PAGE_SHIFT;
+	int prot = PROT_READ | PROT_WRITE;
+	if (a >= R.frontier) {
+		if (a >= R.reserved_end) { os_munmap((void *)lo, len); return; }   /* lazy part: unmapped */
+		prot = PROT_NONE;
+	}
+	os_mmap((void *)lo, len, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+}
+
+/* Give pages [a, b) of served mapping h back to the heap: our mapping goes back over them, they
+ * read as zero, and they join the free runs. What is left after b becomes a run of its own. */
+void region_mmap_release(page_t *h, size_t a, size_t b)
+{
+	size_t idx = page_idx(h), end = idx + h->npages;
+	region_lock();
+	restore_ours(a, b);
+	if (b < end) {
+		page_t *t = P(b);
+		size_t cut = (b - idx) << PAGE_SHIFT;
+		size_t lo = h->map_lo, hi = h->map_hi;
+		t->kind = PK_MMAP;
+		t->npages = (uint32_t)(end - b);
+		t->head_off = 0;
+		for (size_t i = b + 1; i < end; i++) P(i)->head_off = (uint32_t)(i - b);
+		t->map_lo = lo > cut ? lo - cut : 0;
+		t->map_hi = hi > cut ? hi - cut : 0;
+	}
+	if (a > idx) {
+		h->npages = (uint32_t)(a - idx);
+		if (h->map_hi > ((a - idx) << PAGE_SHIFT)) h->map_hi = (a - idx) << PAGE_SHIFT;
+	}
+	for (size_t i = a; i < b; i++) {
+		if (P(i)->flags & PF_DIRTY) R.committed--;
+		P(i)->flags &= (uint8_t)~(PF_DIRTY | PF_PROT);
+	}
+	R.mmap_bytes -= (b - a) << PAGE_SHIFT;
+	P(a)->kind = PK_FREE;
+	run_insert_free(a, b - a, CLEAN_STAMP, false);
+	region_unlock();
+}
+
+/* Pages [a, b) become the caller's for a MAP_FIXED mapping: each must be free or beyond the
+ * frontier (or the caller's fixed pages already). 0, or -1 when one is not. */
+int region_fixed_take(size_t a, size_t b)
+{
+	page_t *hd;
+	region_lock();
+	for (size_t i = a; i < b; i++) {
+		int c = classify_locked(i, &hd);
+		if (c != PC_FREE && c != PC_UNUSED && c != PC_FIXED) { region_unlock(); return -1; }
+	}
+	for (size_t i = a; i < b;) {
+		if (P(i)->kind == PK_MMAP_FIXED || i >= R.frontier) {
+			if (P(i)->kind != PK_MMAP_FIXED) { P(i)->kind = PK_MMAP_FIXED; P(i)->npages = 0; }
+			i++;
+			continue;
+		}
+		size_t s = free_run_holding(i);
+		size_t e = s + P(s)->npages;
+		bool dirty = P(s)->flags & PF_RUNDIRTY;
+		uint32_t stamp = P(s)->stamp;
+		size_t stop = e < b ? e : b;
+		bin_remove(s);
+		for (size_t k = i; k < stop; k++) {
+			if (P(k)->flags & PF_DIRTY) { R.committed--; os_decommit(page_addr(k), PAGE_SIZE); }
+			P(k)->flags &= (uint8_t)~(PF_DIRTY | PF_RUNDIRTY);
+			P(k)->kind = PK_MMAP_FIXED;
+			P(k)->npages = 0;
+		}
+		if (s < i) { P(s)->kind = PK_FREE; run_insert_free(s, i - s, stamp, dirty); }
+		if (stop < e) { P(stop)->kind = PK_FREE; run_insert_free(stop, e - stop, stamp, dirty); }
+		i = stop;
+	}
+	region_unlock();
+	return 0;
+}
+
+/* The caller unmapped all of fixed page i: it is ours again. */
+void region_fixed_give_back(size_t i)
+{
+	region_lock();
+	restore_ours(i, i + 1);
+	if (i < R.frontier) {
+		P(i)->kind = PK_FREE;
+		P(i)->flags &= (uint8_t)~(PF_DIRTY | PF_PROT);
+		run_insert_free(i, 1, CLEAN_STAMP, false);
+	} else
+		P(i)->kind = PK_UNUSED;
+	region_unlock();
 }

@@ -44,6 +44,7 @@ void stats_collect(contig_stats_t *st)
 	st->live_blocks += rs.large_blocks;
 	st->live_bytes += rs.large_bytes;
 	heap_count_calls(&st->calls_malloc, &st->calls_free, &st->calls_realloc);
+	st->calls_mmap = mm_calls();
 }
 
 static const char *mode_name(int m)

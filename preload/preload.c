@@ -79,3 +79,31 @@ PUBLIC void *__libc_pvalloc(size_t n);
 PUBLIC void *__libc_pvalloc(size_t n) { return alloc_pvalloc(n); }
 PUBLIC int __posix_memalign(void **out, size_t a, size_t n);
 PUBLIC int __posix_memalign(void **out, size_t a, size_t n) { return alloc_posix_memalign(out, a, n); }
+
+/* The mapping calls: private anonymous mmap is served from the range, the rest is checked. */
+#include <stdarg.h>
+#include <sys/mman.h>
+
+PUBLIC void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return mm_mmap(addr, len, prot, flags, fd, off);
+}
+PUBLIC void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+PUBLIC void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return mm_mmap(addr, len, prot, flags, fd, off);
+}
+PUBLIC int munmap(void *addr, size_t len) { return mm_munmap(addr, len); }
+PUBLIC int mprotect(void *addr, size_t len, int prot) { return mm_mprotect(addr, len, prot); }
+PUBLIC int madvise(void *addr, size_t len, int advice) { return mm_madvise(addr, len, advice); }
+PUBLIC void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
+{
+	void *newaddr = NULL;
+	if (flags & MREMAP_FIXED) {
+		va_list ap;
+		va_start(ap, flags);
+		newaddr = va_arg(ap, void *);
+		va_end(ap);
+	}
+	return mm_mremap(old, oldlen, newlen, flags, newaddr);
+}

@@ -1,0 +1,385 @@
+/* mmap.c - the mapping calls: private anonymous mmap served from the range, and every call that
+ * could place, change or remove a mapping inside it checked against who owns those pages. */
+#include "internal.h"
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+#ifndef MAP_HUGETLB
+#define MAP_HUGETLB 0x40000
+#endif
+#ifndef MREMAP_FIXED
+#define MREMAP_FIXED 2
+#endif
+#ifndef MREMAP_MAYMOVE
+#define MREMAP_MAYMOVE 1
+#endif
+
+static _Atomic(uint64_t) mmap_calls;
+
+uint64_t mm_calls(void) { return atomic_load_explicit(&mmap_calls, memory_order_relaxed); }
+
+static void *fail(int e)
+{
+	errno = e;
+	return MAP_FAILED;
+}
+
+static void *kernel_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	void *p = os_mmap(addr, len, prot, flags, fd, off);
+	if (os_failed(p)) return fail(os_err(p));
+	return p;
+}
+
+static int kernel_ret(int r)
+{
+	if (r < 0) { errno = -r; return -1; }
+	return 0;
+}
+
+static bool overlaps_range(uintptr_t a, size_t len)
+{
+	uintptr_t lo = G.base, hi = G.base + G.size;
+	return G.size && a < hi && a + len > lo;
+}
+
+static void refuse_line(const char *call, uintptr_t a, size_t len, const char *why)
+{
+	char buf[240];
+	fmtbuf_t b;
+	fmt_init(&b, buf, sizeof buf);
+	fmt_str(&b, call);
+	fmt_str(&b, "(");
+	fmt_hex(&b, a);
+	fmt_str(&b, ", ");
+	fmt_dec(&b, len);
+	fmt_str(&b, "): refused, ");
+	fmt_str(&b, why);
+	log_verbose(buf);
+}
+
+/* A kernel mapping that must not land in the range: a hint inside it is moved out. */
+static void *outside_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	if (addr && overlaps_range((uintptr_t)addr, len)) addr = NULL;
+	void *p = kernel_mmap(addr, len, prot, flags, fd, off);
+	if (p != MAP_FAILED && overlaps_range((uintptr_t)p, len)) {
+		/* the kernel chose a place in the range (lazy mode leaves it unmapped): go above it */
+		os_munmap(p, len);
+		p = kernel_mmap((void *)(G.base + G.size), len, prot, flags, fd, off);
+		if (p != MAP_FAILED && overlaps_range((uintptr_t)p, len)) {
+			os_munmap(p, len);
+			return fail(ENOMEM);
+		}
+	}
+	return p;
+}
+
+static bool servable(size_t len, int prot, int flags)
+{
+	int mode = G.cfg.mmap;
+	if (mode == MMAP_NONE || !G.size || len == 0) return false;
+	if ((flags & MAP_TYPE) != MAP_PRIVATE || !(flags & MAP_ANONYMOUS)) return false;
+	if (flags & (MAP_32BIT | MAP_HUGETLB | MAP_GROWSDOWN)) return false;
+	if (prot == PROT_NONE && mode != MMAP_ALL) return false;
+	return true;
+}
+
+/* Classification of pages [a, b): the worst one, by what may be done over it. */
+typedef struct span { int heap, free, mine, fixed, foreign; } span_t;
+
+static void survey(size_t a, size_t b, span_t *s)
+{
+	memset(s, 0, sizeof *s);
+	for (size_t i = a; i < b; i++) {
+		page_t *h;
+		switch (region_classify(i, &h)) {
+		case PC_HEAP: s->heap++; break;
+		case PC_FREE: case PC_UNUSED: s->free++; break;
+		case PC_MMAP: s->mine++; break;
+		case PC_FIXED: s->fixed++; break;
+		default: s->foreign++; break;
+		}
+	}
+}
+
+static inline size_t pidx(uintptr_t a) { return (a - G.base) >> PAGE_SHIFT; }
+
+/* Pages [a, b) of the range that [lo, lo+len) touches (clipped to the range). */
+static void page_span(uintptr_t lo, size_t len, size_t *a, size_t *b)
+{
+	uintptr_t hi = lo + len;
+	if (lo < G.base) lo = G.base;
+	if (hi > G.base + G.size) hi = G.base + G.size;
+	*a = pidx(lo);
+	*b = pidx(align_up(hi, PAGE_SIZE));
+}
+
+/* Mark the 4 KiB pages of [lo, hi) in fixed pages as the caller's (set) or not. Returns the fixed
+ * pages whose last 4 KiB page the caller gave up. */
+static void fixed_mask(uintptr_t lo, uintptr_t hi, bool set)
+{
+	for (uintptr_t p = align_down(lo, PAGE_SIZE); p < hi; p += PAGE_SIZE) {
+		page_t *pg = page_of((void *)p);
+		if (pg->kind != PK_MMAP_FIXED) continue;
+		uintptr_t s = p > lo ? p : lo, e = p + PAGE_SIZE < hi ? p + PAGE_SIZE : hi;
+		uint32_t m = 0;
+		for (uintptr_t q = s; q < e; q += OS_PAGE) m |= 1u << ((q - p) / OS_PAGE);
+		if (set) pg->npages |= m;
+		else {
+			pg->npages &= ~m;
+			if (pg->npages == 0) region_fixed_give_back(pidx(p));
+		}
+	}
+}
+
+static void *fixed_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	uintptr_t a = (uintptr_t)addr;
+	size_t pa, pb;
+	span_t s;
+	page_span(a, len, &pa, &pb);
+	survey(pa, pb, &s);
+	bool noreplace = (flags & MAP_FIXED_NOREPLACE) && !(flags & MAP_FIXED);
+	if (s.heap) {
+		refuse_line("mmap", a, len, "it would replace live heap blocks");
+		region_count_collision(a, len, CONTIG_ROUTE_MMAP);
+		return fail(noreplace ? EEXIST : ENOMEM);
+	}
+	if (noreplace && (s.mine || s.fixed || s.foreign)) return fail(EEXIST);
+	if (s.free && region_fixed_take(pa, pb) != 0) return fail(noreplace ? EEXIST : ENOMEM);
+	int kflags = (flags & ~MAP_FIXED_NOREPLACE) | MAP_FIXED;
+	void *p = kernel_mmap(addr, len, prot, kflags, fd, off);
+	if (p == MAP_FAILED) {
+		int e = errno;
+		fixed_mask(a, a + len, false);
+		errno = e;
+		return p;
+	}
+	fixed_mask(a, a + len, true);
+	if (s.free) {
+		char buf[160];
+		fmtbuf_t b;
+		fmt_init(&b, buf, sizeof buf);
+		fmt_str(&b, "mmap(MAP_FIXED) at ");
+		fmt_hex(&b, a);
+		fmt_str(&b, " over free range pages: honoured, the pages are the caller's until unmapped");
+		log_verbose(buf);
+	}
+	return p;
+}
+
+void *mm_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	contig_ensure_init();
+	if (len == 0) return fail(EINVAL);
+	if (flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) {
+		if (((uintptr_t)addr & (OS_PAGE - 1))) return fail(EINVAL);
+		if (overlaps_range((uintptr_t)addr, len)) return fixed_mmap(addr, len, prot, flags, fd, off);
+		return kernel_mmap(addr, len, prot, flags, fd, off);
+	}
+	if (!servable(len, prot, flags)) return outside_mmap(addr, len, prot, flags, fd, off);
+	size_t np = align_up(len, PAGE_SIZE) >> PAGE_SHIFT;
+	if (len > G.size) return fail(ENOMEM);
+	page_t *h = region_alloc(np, PK_MMAP, RUN_ZERO);
+	if (!h) {
+		if (G.cfg.fallback_system) {
+			void *p = outside_mmap(NULL, len, prot, flags, fd, off);
+			if (p != MAP_FAILED) region_count_mmap(0, align_up(len, OS_PAGE));
+			return p;
+		}
+		return fail(ENOMEM);
+	}
+	uintptr_t a = page_addr(page_idx(h));
+	h->map_hi = align_up(len, OS_PAGE);
+	if (prot != (PROT_READ | PROT_WRITE)) {
+		os_mprotect((void *)a, h->map_hi, prot);
+		for (size_t i = 0; i < np; i++) h[i].flags |= PF_PROT;
+	}
+	if (flags & MAP_POPULATE) os_madvise((void *)a, h->map_hi, 23 /* MADV_POPULATE_WRITE */);
+	if (flags & MAP_LOCKED) os_syscall6(SYS_mlock, (long)a, (long)h->map_hi, 0, 0, 0, 0);
+	atomic_fetch_add_explicit(&mmap_calls, 1, memory_order_relaxed);
+	return (void *)a;
+}
+
+/* Unmap [lo, hi) of served mapping h (clipped to what the caller still has mapped). */
+static void unmap_served(page_t *h, uintptr_t lo, uintptr_t hi)
+{
+	size_t idx = page_idx(h);
+	uintptr_t start = page_addr(idx);
+	uintptr_t mlo = start + h->map_lo, mhi = start + h->map_hi;
+	if (lo < mlo) lo = mlo;
+	if (hi > mhi) hi = mhi;
+	if (lo >= hi) return;
+	if (lo == mlo && hi == mhi) {
+		region_mmap_release(h, idx, idx + h->npages);
+		return;
+	}
+	/* What the caller gave up reads as unmapped: no access, no memory. */
+	os_mmap((void *)lo, hi - lo, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+	for (size_t i = pidx(lo); i < pidx(align_up(hi, PAGE_SIZE)); i++) h[i - idx].flags |= PF_PROT;
+	if (lo == mlo) {
+		/* a prefix: whole pages before the new start go back */
+		h->map_lo = hi - start;
+		size_t keep_from = pidx(align_down(hi, PAGE_SIZE));
+		if (keep_from > idx) region_mmap_release(h, idx, keep_from);
+	} else if (hi == mhi) {
+		h->map_hi = lo - start;
+		size_t drop_from = pidx(align_up(lo, PAGE_SIZE));
+		if (drop_from < idx + h->npages) region_mmap_release(h, drop_from, idx + h->npages);
+	}
+}
+
+int mm_munmap(void *addr, size_t len)
+{
+	uintptr_t a = (uintptr_t)addr;
+	contig_ensure_init();
+	if ((a & (OS_PAGE - 1)) || len == 0) { errno = EINVAL; return -1; }
+	if (!overlaps_range(a, len)) return kernel_ret(os_munmap(addr, len));
+	len = align_up(len, OS_PAGE);
+	size_t pa, pb;
+	span_t s;
+	page_span(a, len, &pa, &pb);
+	survey(pa, pb, &s);
+	if (s.heap) {
+		refuse_line("munmap", a, len, "the pages hold live heap blocks");
+		region_count_collision(a, len, CONTIG_ROUTE_MMAP);
+		errno = EINVAL;
+		return -1;
+	}
+	/* parts outside the range, and foreign mappings inside it, are the kernel's business */
+	if (a < G.base) os_munmap(addr, G.base - a);
+	if (a + len > G.base + G.size) os_munmap((void *)(G.base + G.size), a + len - G.base - G.size);
+	for (size_t i = pa; i < pb;) {
+		page_t *h;
+		int c = region_classify(i, &h);
+		uintptr_t plo = page_addr(i), phi = plo + PAGE_SIZE;
+		uintptr_t lo = a > plo ? a : plo;
+		if (c == PC_MMAP) {
+			uintptr_t rend = page_addr(page_idx(h) + h->npages);
+			uintptr_t hi = a + len < rend ? a + len : rend;
+			unmap_served(h, lo, hi);
+			i = pidx(rend);
+			continue;
+		}
+		uintptr_t hi = a + len < phi ? a + len : phi;
+		if (c == PC_FIXED) {
+			os_munmap((void *)lo, hi - lo);
+			fixed_mask(lo, hi, false);
+		} else if (c == PC_FOREIGN)
+			os_munmap((void *)lo, hi - lo);
+		i++;
+	}
+	return 0;
+}
+
+/* [a, a+len) lies inside one live heap block: the caller may change it as its own memory. */
+static bool inside_one_block(uintptr_t a, size_t len)
+{
+	page_t *h = page_of((void *)a);
+	if (h->kind == PK_CONT) h -= h->head_off;
+	uintptr_t start = page_addr(page_idx(h));
+	if (h->kind == PK_LARGE) return a >= start && a + len <= start + h->usable;
+	if (h->kind == PK_SMALL) {
+		uintptr_t off = a - start, b0 = off / h->block_size * h->block_size;
+		return off + len <= b0 + h->block_size && alloc_usable_size((void *)(start + b0)) != 0;
+	}
+	return false;
+}
+
+static int check_own(const char *call, uintptr_t a, size_t len, bool mark_prot)
+{
+	size_t pa, pb;
+	span_t s;
+	page_span(a, len, &pa, &pb);
+	survey(pa, pb, &s);
+	if (s.heap && !(s.heap == (int)(pb - pa) && inside_one_block(a, len))) {
+		refuse_line(call, a, len, "the pages hold heap blocks the caller does not own");
+		region_count_collision(a, len, CONTIG_ROUTE_MMAP);
+		return EACCES;
+	}
+	if (s.free) {
+		refuse_line(call, a, len, "the pages are not mapped by the caller");
+		return ENOMEM;
+	}
+	if (mark_prot)
+		for (size_t i = pa; i < pb; i++) G.pages[i].flags |= PF_PROT;
+	return 0;
+}
+
+int mm_mprotect(void *addr, size_t len, int prot)
+{
+	uintptr_t a = (uintptr_t)addr;
+	contig_ensure_init();
+	if (overlaps_range(a, len) && len) {
+		int e = check_own("mprotect", a, len, true);
+		if (e) { errno = e; return -1; }
+	}
+	return kernel_ret(os_mprotect(addr, len, prot));
+}
+
+int mm_madvise(void *addr, size_t len, int advice)
+{
+	uintptr_t a = (uintptr_t)addr;
+	contig_ensure_init();
+	bool destructive = advice == MADV_DONTNEED || advice == MADV_FREE || advice == MADV_REMOVE ||
+	                   advice == MADV_DONTFORK || advice == MADV_WIPEONFORK;
+	if (destructive && len && overlaps_range(a, len)) {
+		int e = check_own("madvise", a, len, false);
+		if (e) { errno = e == EACCES ? EINVAL : e; return -1; }
+	}
+	return kernel_ret(os_madvise(addr, len, advice));
+}
+
+void *mm_mremap(void *old, size_t oldlen, size_t newlen, int flags, void *newaddr)
+{
+	uintptr_t o = (uintptr_t)old;
+	contig_ensure_init();
+	if ((flags & MREMAP_FIXED) && overlaps_range((uintptr_t)newaddr, newlen)) {
+		refuse_line("mremap", (uintptr_t)newaddr, newlen, "MREMAP_FIXED into the range is not supported");
+		region_count_collision((uintptr_t)newaddr, newlen, CONTIG_ROUTE_MMAP);
+		return fail(EINVAL);
+	}
+	if (!overlaps_range(o, oldlen ? oldlen : 1)) {
+		void *p = os_mremap(old, oldlen, newlen, flags, newaddr);
+		if (os_failed(p)) return fail(os_err(p));
+		return p;
+	}
+	if ((o & (OS_PAGE - 1)) || newlen == 0) return fail(EINVAL);
+	page_t *h;
+	if (region_classify(pidx(o), &h) != PC_MMAP) {
+		refuse_line("mremap", o, oldlen, "not a mapping the caller got from mmap");
+		if (region_classify(pidx(o), &h) == PC_HEAP) region_count_collision(o, oldlen, CONTIG_ROUTE_MMAP);
+		return fail(EFAULT);
+	}
+	oldlen = align_up(oldlen, OS_PAGE);
+	newlen = align_up(newlen, OS_PAGE);
+	uintptr_t start = page_addr(page_idx(h));
+	if (o < start + h->map_lo || o + oldlen > start + h->map_hi) return fail(EFAULT);
+	if (newlen <= oldlen) {
+		if (newlen < oldlen) mm_munmap((void *)(o + newlen), oldlen - newlen);
+		return old;
+	}
+	if (o + oldlen == start + h->map_hi) {
+		/* growing the end of the mapping: the slack in its last page, then the pages after it */
+		size_t want = o + newlen - start;
+		size_t np = align_up(want, PAGE_SIZE) >> PAGE_SHIFT;
+		size_t had = h->npages;
+		if (np == had || region_resize(h, np) == 0) {
+			if (np > had) os_decommit(page_addr(page_idx(h) + had), (np - had) << PAGE_SHIFT);
+			h->map_hi = want;
+			return old;
+		}
+	}
+	if (!(flags & MREMAP_MAYMOVE)) return fail(ENOMEM);
+	void *n = mm_mmap(NULL, newlen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (n == MAP_FAILED) return n;
+	memcpy(n, old, oldlen);
+	mm_munmap(old, oldlen);
+	return n;
+}
