@@ -1,0 +1,50 @@
+/* test-classes.c - size classes: every size maps to the smallest class that holds it, waste is
+ * bounded, and runs hold enough blocks. */
+#include "internal.h"
+#include "suites.h"
+
+START_TEST(smallest_class_that_fits)
+{
+	for (size_t n = 0; n <= SMALL_MAX; n++) {
+		unsigned c = size_class(n);
+		ck_assert_uint_ge(c, 1);
+		ck_assert_uint_lt(c, NCLASS);
+		ck_assert_uint_ge(class_size[c], n);
+		if (c > 1) ck_assert_uint_lt(class_size[c - 1], n);
+	}
+}
+END_TEST
+
+START_TEST(waste_bounded)
+{
+	/* above 128 bytes, at most 20% of a block is waste; below, the 16-byte quantum */
+	for (size_t n = 1; n <= SMALL_MAX; n++) {
+		size_t s = class_size[size_class(n)];
+		if (n > 128) ck_assert_uint_le((s - n) * 5, s);
+		else ck_assert_uint_lt(s - n, 16);
+	}
+}
+END_TEST
+
+START_TEST(classes_aligned_and_runs_hold_blocks)
+{
+	for (unsigned c = 1; c < NCLASS; c++) {
+		ck_assert_uint_eq(class_size[c] % 16, 0);
+		ck_assert_uint_gt(class_size[c], class_size[c - 1]);
+		size_t run = (size_t)class_pages[c] << PAGE_SHIFT;
+		ck_assert_uint_ge(run / class_size[c], 4);
+		ck_assert_uint_le((run % class_size[c]) * 8, run);          /* at most 12.5% left over */
+	}
+}
+END_TEST
+
+Suite *classes_suite(void)
+{
+	Suite *s = suite_create("classes");
+	TCase *t = tcase_create("classes");
+	tcase_add_test(t, smallest_class_that_fits);
+	tcase_add_test(t, waste_bounded);
+	tcase_add_test(t, classes_aligned_and_runs_hold_blocks);
+	suite_add_tcase(s, t);
+	return s;
+}

@@ -1,0 +1,171 @@
+/* test-heap.c - thread heaps: small blocks in range and aligned, reuse, remote frees from other
+ * threads, thread exit handing memory back, and the misuse that must abort. */
+#include "internal.h"
+#include "suites.h"
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+
+START_TEST(small_blocks)
+{
+	void *p[2000];
+	for (int i = 0; i < 2000; i++) {
+		size_t n = (size_t)(i * 37) % 5000;
+		p[i] = alloc_malloc(n);
+		ck_assert_ptr_nonnull(p[i]);
+		ck_assert(range_has(p[i]));
+		ck_assert_uint_eq((uintptr_t)p[i] % 16, 0);
+		ck_assert_uint_ge(alloc_usable_size(p[i]), n);
+		memset(p[i], i & 0xff, n);
+	}
+	for (int i = 0; i < 2000; i++) {
+		size_t n = (size_t)(i * 37) % 5000;
+		for (size_t k = 0; k < n; k++) ck_assert_uint_eq(((unsigned char *)p[i])[k], (unsigned)(i & 0xff));
+		alloc_free(p[i]);
+	}
+}
+END_TEST
+
+START_TEST(freed_block_reused)
+{
+	/* a freed block comes back once the page's current free list is used up */
+	static void *got[2000];
+	void *a = alloc_malloc(48);
+	alloc_free(a);
+	int found = -1;
+	for (int i = 0; i < 2000 && found < 0; i++) {
+		got[i] = alloc_malloc(48);
+		if (got[i] == a) found = i;
+	}
+	ck_assert_int_ge(found, 0);
+	for (int i = 0; i <= found; i++) alloc_free(got[i]);
+}
+END_TEST
+
+#define XN 20000
+static void *xblocks[XN];
+
+static void *free_all(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < XN; i++) alloc_free(xblocks[i]);
+	return NULL;
+}
+
+START_TEST(remote_frees_come_back)
+{
+	for (int i = 0; i < XN; i++) xblocks[i] = alloc_malloc(64);
+	pthread_t t;
+	pthread_create(&t, NULL, free_all, NULL);
+	pthread_join(t, NULL);
+	/* the owner collects them: allocating the same count again needs no new pages */
+	contig_stats_t st;
+	st.size = sizeof st;
+	contig_get_stats(&st);
+	size_t mapped = st.mapped;
+	for (int i = 0; i < XN; i++) xblocks[i] = alloc_malloc(64);
+	contig_get_stats(&st);
+	ck_assert_uint_eq(st.mapped, mapped);
+	for (int i = 0; i < XN; i++) alloc_free(xblocks[i]);
+}
+END_TEST
+
+static void *alloc_and_exit(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < XN; i++) xblocks[i] = alloc_malloc(100);
+	return NULL;
+}
+
+START_TEST(thread_exit_then_free_elsewhere)
+{
+	contig_stats_t st;
+	st.size = sizeof st;
+	for (int round = 0; round < 5; round++) {
+		pthread_t t;
+		pthread_create(&t, NULL, alloc_and_exit, NULL);
+		pthread_join(t, NULL);
+		for (int i = 0; i < XN; i++) alloc_free(xblocks[i]);
+	}
+	contig_get_stats(&st);
+	ck_assert_uint_lt(st.live_blocks, 100);       /* the exited threads' pages drained */
+}
+END_TEST
+
+START_TEST(large_blocks_and_realloc_in_place)
+{
+	char *p = alloc_malloc(300000);
+	ck_assert(range_has(p));
+	ck_assert_uint_eq((uintptr_t)p % PAGE_SIZE, 0);
+	memset(p, 3, 300000);
+	char *q = alloc_realloc(p, 900000);
+	ck_assert_ptr_eq(p, q);                          /* the next pages were free */
+	for (int i = 0; i < 300000; i++) ck_assert_int_eq(q[i], 3);
+	q = alloc_realloc(q, 200000);
+	ck_assert_ptr_eq(p, q);
+	alloc_free(q);
+}
+END_TEST
+
+START_TEST(aligned)
+{
+	for (size_t a = 16; a <= ((size_t)4 << 20); a <<= 1) {
+		void *p = alloc_memalign(a, 100);
+		ck_assert_ptr_nonnull(p);
+		ck_assert_uint_eq((uintptr_t)p % a, 0);
+		ck_assert(range_has(p));
+		alloc_free(p);
+	}
+}
+END_TEST
+
+START_TEST(double_free_small) { void *p = alloc_malloc(32); alloc_free(p); alloc_free(p); }
+END_TEST
+START_TEST(double_free_large) { void *p = alloc_malloc(1 << 20); alloc_free(p); alloc_free(p); }
+END_TEST
+START_TEST(interior_free) { char *p = alloc_malloc(64); alloc_free(p + 16); }
+END_TEST
+START_TEST(never_handed_out) { alloc_free((void *)(G.base + G.size - 4096)); }
+END_TEST
+
+static void *free_it(void *p) { alloc_free(p); return NULL; }
+START_TEST(double_free_remote)
+{
+	void *p = alloc_malloc(32);
+	alloc_free(p);
+	pthread_t t;
+	pthread_create(&t, NULL, free_it, p);
+	pthread_join(t, NULL);
+}
+END_TEST
+
+START_TEST(outside_pointer_ignored)
+{
+	static char stat[64];
+	alloc_free(stat + 16);
+	alloc_free(NULL);
+}
+END_TEST
+
+Suite *heap_suite(void)
+{
+	Suite *s = suite_create("heap");
+	TCase *t = tcase_create("blocks");
+	tcase_set_timeout(t, 60);
+	tcase_add_test(t, small_blocks);
+	tcase_add_test(t, freed_block_reused);
+	tcase_add_test(t, remote_frees_come_back);
+	tcase_add_test(t, thread_exit_then_free_elsewhere);
+	tcase_add_test(t, large_blocks_and_realloc_in_place);
+	tcase_add_test(t, aligned);
+	tcase_add_test(t, outside_pointer_ignored);
+	suite_add_tcase(s, t);
+	TCase *m = tcase_create("misuse");
+	tcase_add_test_raise_signal(m, double_free_small, SIGABRT);
+	tcase_add_test_raise_signal(m, double_free_large, SIGABRT);
+	tcase_add_test_raise_signal(m, interior_free, SIGABRT);
+	tcase_add_test_raise_signal(m, never_handed_out, SIGABRT);
+	tcase_add_test_raise_signal(m, double_free_remote, SIGABRT);
+	suite_add_tcase(s, m);
+	return s;
+}

@@ -1,0 +1,128 @@
+/* test-region.c - runs of pages: allocation inside the range, coalescing, resizing in place,
+ * committed accounting, purging and the limit. */
+#include "internal.h"
+#include "suites.h"
+#include <errno.h>
+#include <string.h>
+
+static size_t committed(void)
+{
+	contig_stats_t st;
+	st.size = sizeof st;
+	ck_assert_int_eq(contig_get_stats(&st), 0);
+	return st.committed;
+}
+
+START_TEST(runs_in_range_and_disjoint)
+{
+	contig_ensure_init();
+	page_t *a = region_alloc(3, PK_LARGE, 0), *b = region_alloc(5, PK_LARGE, 0);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(b);
+	uintptr_t pa = page_addr(page_idx(a)), pb = page_addr(page_idx(b));
+	ck_assert(range_has((void *)pa) && range_has((void *)(pb + 5 * PAGE_SIZE - 1)));
+	ck_assert(pa + 3 * PAGE_SIZE <= pb || pb + 5 * PAGE_SIZE <= pa);
+	memset((void *)pa, 1, 3 * PAGE_SIZE);
+	memset((void *)pb, 2, 5 * PAGE_SIZE);
+	ck_assert_int_eq(page_of((void *)(pb + 4 * PAGE_SIZE))->kind, PK_CONT);
+	region_free(a);
+	region_free(b);
+}
+END_TEST
+
+START_TEST(coalescing_reuses_the_hole)
+{
+	contig_ensure_init();
+	page_t *r[3];
+	for (int i = 0; i < 3; i++) r[i] = region_alloc(4, PK_LARGE, 0);
+	page_t *fence = region_alloc(1, PK_LARGE, 0);
+	size_t first = page_idx(r[0]);
+	ck_assert_uint_eq(page_idx(r[1]), first + 4);
+	ck_assert_uint_eq(page_idx(r[2]), first + 8);
+	region_free(r[1]);
+	region_free(r[0]);
+	region_free(r[2]);
+	/* the three runs merged: a 12-page request fits exactly where they were */
+	page_t *big = region_alloc(12, PK_LARGE, 0);
+	ck_assert_uint_eq(page_idx(big), first);
+	region_free(big);
+	region_free(fence);
+}
+END_TEST
+
+START_TEST(resize_in_place)
+{
+	contig_ensure_init();
+	page_t *a = region_alloc(2, PK_LARGE, 0);
+	size_t idx = page_idx(a);
+	ck_assert_int_eq(region_resize(a, 6), 0);
+	ck_assert_uint_eq(a->npages, 6);
+	memset((void *)page_addr(idx), 7, 6 * PAGE_SIZE);
+	ck_assert_int_eq(region_resize(a, 1), 0);
+	page_t *b = region_alloc(5, PK_LARGE, 0);
+	ck_assert_uint_eq(page_idx(b), idx + 1);         /* the tail went back and is reused */
+	ck_assert_int_ne(region_resize(a, 2), 0);        /* now blocked by b */
+	region_free(a);
+	region_free(b);
+}
+END_TEST
+
+START_TEST(zeroed_runs_read_zero)
+{
+	contig_ensure_init();
+	page_t *a = region_alloc(8, PK_LARGE, 0);
+	size_t idx = page_idx(a);
+	memset((void *)page_addr(idx), 0x5a, 8 * PAGE_SIZE);
+	region_free(a);
+	page_t *b = region_alloc(8, PK_LARGE, RUN_ZERO);
+	const unsigned char *p = (const unsigned char *)page_addr(page_idx(b));
+	for (size_t i = 0; i < 8 * PAGE_SIZE; i++) ck_assert_uint_eq(p[i], 0);
+	region_free(b);
+}
+END_TEST
+
+START_TEST(purge_returns_committed)
+{
+	contig_ensure_init();
+	size_t before = committed();
+	page_t *a = region_alloc(64, PK_LARGE, 0);
+	memset((void *)page_addr(page_idx(a)), 1, 64 * PAGE_SIZE);
+	ck_assert_uint_ge(committed(), before + 64 * PAGE_SIZE);
+	region_free(a);
+	ck_assert_uint_ge(region_purge(true), 64 * PAGE_SIZE);
+	ck_assert_uint_le(committed(), before);
+}
+END_TEST
+
+START_TEST(limit_refuses_and_recovers)
+{
+	contig_ensure_init();
+	region_purge(true);
+	size_t base = committed() >> PAGE_SHIFT;
+	region_set_limit_pages(base + 16);
+	page_t *a = region_alloc(10, PK_LARGE, 0);
+	ck_assert_ptr_nonnull(a);
+	errno = 0;
+	ck_assert_ptr_null(region_alloc(10, PK_LARGE, 0));
+	ck_assert_int_eq(errno, ENOMEM);
+	region_free(a);
+	page_t *b = region_alloc(10, PK_LARGE, 0);      /* the freed pages are purged to make room */
+	ck_assert_ptr_nonnull(b);
+	region_free(b);
+	region_set_limit_pages(0);
+}
+END_TEST
+
+Suite *region_suite(void)
+{
+	Suite *s = suite_create("region");
+	TCase *t = tcase_create("runs");
+	tcase_add_test(t, runs_in_range_and_disjoint);
+	tcase_add_test(t, coalescing_reuses_the_hole);
+	tcase_add_test(t, resize_in_place);
+	tcase_add_test(t, zeroed_runs_read_zero);
+	tcase_add_test(t, purge_returns_committed);
+	tcase_add_test(t, limit_refuses_and_recovers);
+	suite_add_tcase(s, t);
+	return s;
+}
