@@ -65,8 +65,8 @@ static void collect_remote(page_t *pg)
 {
 	uintptr_t tf = atomic_exchange_explicit(&pg->thread_free, 0, memory_order_acquire);
 	if (!tf) return;
-	uintptr_t start = page_start(pg);
-	size_t span = (size_t)class_pages[pg->cls] << PAGE_SHIFT;
+	uintptr_t start = pg->start;
+	size_t span = run_bytes(pg);
 	uint32_t n = 0;
 	block_t *b = (block_t *)tf, *last = NULL;
 	while (b) {
@@ -106,17 +106,6 @@ static void extend(page_t *pg)
 /* Make pg's free list non-empty if it can be. */
 static void refill(page_t *pg)
 {
-	if (pg->local_free) {
-		block_t *l = pg->local_free;
-		if (!pg->free) pg->free = l;
-		else {
-			block_t *t = l;
-			while (t->next) t = t->next;
-			t->next = pg->free;
-			pg->free = l;
-		}
-		pg->local_free = NULL;
-	}
 	collect_remote(pg);
 	if (!pg->free) extend(pg);
 }
@@ -284,7 +273,8 @@ static page_t *new_page(heap_t *h, unsigned cls)
 	pg->cls = (uint8_t)cls;
 	pg->capacity = 0;
 	pg->used = 0;
-	pg->free = pg->local_free = NULL;
+	pg->free = NULL;
+	pg->start = page_addr(page_idx(pg));
 	atomic_store_explicit(&pg->thread_free, 0, memory_order_relaxed);
 	atomic_store_explicit(&pg->qstate, 0, memory_order_relaxed);
 	unsigned shift = 4;

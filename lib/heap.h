@@ -13,18 +13,20 @@ static inline uint64_t *live_word(const page_t *pg, uintptr_t off, uint64_t *mas
 	return &pg->live[bit >> 6];
 }
 
-static inline uintptr_t page_start(const page_t *pg) { return page_addr(page_idx(pg)); }
+static inline uintptr_t page_start(const page_t *pg) { return pg->start; }
+static inline size_t run_bytes(const page_t *pg) { return (size_t)class_pages[pg->cls] << PAGE_SHIFT; }
 
-/* Pop a block from a page that has one; validates the link it decodes. */
+/* Pop b, the head of pg's free list; validates the link it decodes, so a use-after-free write
+ * cannot make malloc hand out memory outside the page. */
 static inline void *page_pop(page_t *pg, block_t *b)
 {
 	block_t *next = b->next;
-	uintptr_t start = page_start(pg);
-	if (unlikely(next && (uintptr_t)next - start >= ((size_t)class_pages[pg->cls] << PAGE_SHIFT)))
+	uintptr_t off = (uintptr_t)b - pg->start;
+	if (unlikely(next != NULL && (uintptr_t)next - pg->start >= run_bytes(pg)))
 		fatal_msg("malloc", "heap corruption: a free block's link leaves its page (use after free?)");
 	pg->free = next;
 	pg->used++;
-	uint64_t m, *w = live_word(pg, (uintptr_t)b - start, &m);
+	uint64_t m, *w = live_word(pg, off, &m);
 	__atomic_store_n(w, __atomic_load_n(w, __ATOMIC_RELAXED) | m, __ATOMIC_RELAXED);
 	return b;
 }
@@ -32,8 +34,8 @@ static inline void *page_pop(page_t *pg, block_t *b)
 static inline void *heap_malloc_fast(size_t n)
 {
 	heap_t *h = heap_tls;
-	if (likely(h != NULL && n <= 1024)) {
-		page_t *pg = h->fast[class_small_lut[(n + 15) >> 4]];
+	if (likely(h != NULL && n <= SMALL_MAX)) {
+		page_t *pg = h->fast[size_class(n)];
 		block_t *b = pg->free;
 		if (likely(b != NULL)) {
 			h->n_malloc++;
@@ -46,10 +48,11 @@ static inline void *heap_malloc_fast(size_t n)
 HIDDEN void heap_free_local_slow(page_t *pg);
 HIDDEN void heap_free_remote(page_t *pg, block_t *b, const char *func);
 
-/* Free of a block in a PK_SMALL page (pg is the run's head). */
+/* Free of a block in a PK_SMALL run (pg is the run's head). The owner pushes the block straight
+ * back on the list malloc pops from: the next malloc of the class reuses it, still in cache. */
 static inline void heap_free_block(page_t *pg, void *p, const char *func)
 {
-	uintptr_t off = (uintptr_t)p - page_start(pg);
+	uintptr_t off = (uintptr_t)p - pg->start;
 	if (unlikely((off & (ALIGN_MIN - 1)) != 0 ||
 	             (pg->shift != 4 && off % pg->block_size != 0)))
 		fatal_pointer(func, p);
@@ -61,8 +64,8 @@ static inline void heap_free_block(page_t *pg, void *p, const char *func)
 			fatal_pointer(func, p);
 		__atomic_store_n(w, v & ~m, __ATOMIC_RELAXED);
 		block_t *b = p;
-		b->next = pg->local_free;
-		pg->local_free = b;
+		b->next = pg->free;
+		pg->free = b;
 		h->n_free++;
 		if (unlikely(--pg->used == 0 || atomic_load_explicit(&pg->qstate, memory_order_relaxed) != 0))
 			heap_free_local_slow(pg);

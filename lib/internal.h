@@ -62,8 +62,8 @@ struct heap;
 typedef struct page {
 	union {
 		struct {                        /* PK_SMALL heads: the fast paths touch only these */
-			block_t *free;          /* blocks ready for malloc (owner only) */
-			block_t *local_free;    /* blocks the owner freed (owner only) */
+			block_t *free;          /* blocks ready for malloc; the owner's frees go here too */
+			uintptr_t start;        /* address of the run's first block */
 			_Atomic(uintptr_t) thread_free; /* blocks other threads freed (lock-free stack) */
 			uint64_t *live;         /* out-of-band bitmap: bit set while the block starting in that granule is live */
 			struct heap *heap;      /* owner */
@@ -98,15 +98,17 @@ _Static_assert(sizeof(page_t) == 64, "page descriptor is one cache line");
 
 /* ---- thread heaps ---- */
 typedef struct heap {
+	/* owner only: the fast paths */
 	page_t *fast[NCLASS];           /* what the malloc fast path pops from: pages[] normally, always
 	                                   &page_empty when every call must take the slow path */
-	page_t *pages[NCLASS];          /* first page of each class list; &page_empty when none */
 	uint64_t n_malloc;              /* allocations this heap served */
-	uint64_t n_free;                /* frees of its blocks it processed */
+	uint64_t n_free;                /* frees this thread made */
 	uint64_t n_realloc;             /* realloc calls on this thread */
-	_Atomic(page_t *) delayed;      /* full pages that got a remote free */
-	pthread_mutex_t lock;           /* held by whoever acts for an abandoned heap */
+	page_t *pages[NCLASS];          /* first page of each class list; &page_empty when none */
+	/* touched by other threads: kept off the owner's cache lines */
+	_Alignas(64) _Atomic(page_t *) delayed; /* full pages that got a remote free */
 	_Atomic(int) abandoned;         /* 1 while no thread owns it */
+	pthread_mutex_t lock;           /* held by whoever acts for an abandoned heap */
 	struct heap *next_all;          /* every heap ever made (never freed) */
 	struct heap *next_abandoned;    /* the abandoned list */
 } heap_t;
