@@ -7,8 +7,69 @@
 
 static inline bool is_pow2(size_t x) { return x && !(x & (x - 1)); }
 
-static void *fallback_or_enomem(void)
+/* ---- CONTIG_FALLBACK=system: blocks outside the range, each its own mapping, remembered in a
+ * small open-addressed table so that free, realloc and malloc_usable_size know them. ---- */
+#define FB_SLOTS 16384u
+typedef struct fb_slot { uintptr_t addr; size_t len; } fb_slot_t;
+static pthread_mutex_t fb_lock = PTHREAD_MUTEX_INITIALIZER;
+static fb_slot_t *fb_tab;
+static _Atomic(size_t) fb_live;
+#define FB_TOMB ((uintptr_t)1)
+
+static size_t fb_hash(uintptr_t a) { return (size_t)((a >> 12) * 0x9e3779b97f4a7c15ull >> 50) % FB_SLOTS; }
+
+static void *fallback_alloc(size_t n, int zero)
 {
+	(void)zero;                         /* fresh mappings read as zero */
+	size_t len = align_up(n ? n : 1, OS_PAGE);
+	if (len < n) return NULL;
+	pthread_mutex_lock(&fb_lock);
+	if (!fb_tab) fb_tab = meta_alloc(sizeof(fb_slot_t) * FB_SLOTS);
+	void *p = NULL;
+	if (fb_tab && atomic_load(&fb_live) < FB_SLOTS / 2) {
+		p = os_map_meta(len, G.base, G.base + G.size);
+		if (p) {
+			size_t i = fb_hash((uintptr_t)p);
+			while (fb_tab[i].addr > FB_TOMB) i = (i + 1) % FB_SLOTS;
+			fb_tab[i].addr = (uintptr_t)p;
+			fb_tab[i].len = len;
+			atomic_fetch_add(&fb_live, 1);
+		}
+	}
+	pthread_mutex_unlock(&fb_lock);
+	if (p) {
+		region_count_mmap(0, len);
+		if (G.cfg.verbose) log_line("fallback: the range cannot serve a request; served outside it (CONTIG_FALLBACK=system)");
+	}
+	return p;
+}
+
+/* Length of fallback block p (removing it when take), or 0 when p is not one. */
+static size_t fallback_find(const void *p, bool take)
+{
+	size_t len = 0;
+	if (!atomic_load_explicit(&fb_live, memory_order_relaxed)) return 0;
+	pthread_mutex_lock(&fb_lock);
+	for (size_t i = fb_hash((uintptr_t)p), k = 0; fb_tab && k < FB_SLOTS && fb_tab[i].addr; i = (i + 1) % FB_SLOTS, k++) {
+		if (fb_tab[i].addr == (uintptr_t)p) {
+			len = fb_tab[i].len;
+			if (take) {
+				fb_tab[i].addr = FB_TOMB;
+				atomic_fetch_sub(&fb_live, 1);
+			}
+			break;
+		}
+	}
+	pthread_mutex_unlock(&fb_lock);
+	return len;
+}
+
+static void *fallback_or_enomem_n(size_t n, int zero)
+{
+	if (G.cfg.fallback_system) {
+		void *p = fallback_alloc(n, zero);
+		if (p) return p;
+	}
 	errno = ENOMEM;
 	return NULL;
 }
@@ -16,11 +77,12 @@ static void *fallback_or_enomem(void)
 /* ---- large blocks ---- */
 static void *large_alloc(size_t n, size_t align, int zero)
 {
-	if (n > G.size || n + align < n) return fallback_or_enomem();
+	if (n > ((size_t)1 << 62) || n + align < n) { errno = ENOMEM; return NULL; }
+	if (n > G.size) return align <= OS_PAGE ? fallback_or_enomem_n(n, zero) : (errno = ENOMEM, NULL);
 	size_t np = (align_up(n, PAGE_SIZE)) >> PAGE_SHIFT;
 	size_t extra = align > PAGE_SIZE ? (align >> PAGE_SHIFT) - 1 : 0;
 	page_t *h = region_alloc(np + extra, PK_LARGE, zero ? RUN_ZERO : 0);
-	if (!h) return fallback_or_enomem();
+	if (!h) return align <= OS_PAGE ? fallback_or_enomem_n(n, zero) : (errno = ENOMEM, NULL);
 	if (extra) {
 		uintptr_t a = page_addr(page_idx(h));
 		uintptr_t want = align_up(a, align);
@@ -42,6 +104,8 @@ static page_t *run_head(page_t *pg)
 static void free_outside(void *p, const char *func)
 {
 	if (!p) return;
+	size_t fl = fallback_find(p, true);
+	if (fl) { os_munmap(p, fl); return; }
 	if (G.cfg.verbose) {
 		char buf[160];
 		fmtbuf_t b;
@@ -60,7 +124,7 @@ static NOINLINE void *malloc_slow(size_t n)
 	contig_ensure_init();
 	if (n <= SMALL_MAX) {
 		void *p = heap_alloc_small(n);
-		return p ? p : fallback_or_enomem();
+		return p ? p : fallback_or_enomem_n(n, 0);
 	}
 	return large_alloc(n, PAGE_SIZE, 0);
 }
@@ -78,7 +142,7 @@ void *alloc_calloc(size_t n, size_t m)
 	if (unlikely(__builtin_mul_overflow(n, m, &total))) { errno = ENOMEM; return NULL; }
 	if (total <= SMALL_MAX) {
 		void *p = alloc_malloc(total);
-		if (p) memset(p, 0, total);
+		if (p && range_has(p)) memset(p, 0, total);
 		return p;
 	}
 	contig_ensure_init();
@@ -159,7 +223,8 @@ void alloc_free_aligned_sized(void *p, size_t align, size_t n)
 
 size_t alloc_usable_size(const void *p)
 {
-	if (!p || !range_has(p)) return 0;
+	if (!p) return 0;
+	if (!range_has(p)) return fallback_find(p, false);
 	page_t *h = run_head(page_of(p));
 	if (h->kind == PK_SMALL) {
 		uintptr_t off = (uintptr_t)p - page_start(h);
@@ -180,9 +245,16 @@ void *alloc_realloc(void *p, size_t n)
 		return NULL;
 	}
 	if (!range_has(p)) {
-		free_outside(NULL, "realloc");
-		errno = ENOMEM;                    /* we cannot tell its size */
-		return NULL;
+		size_t fl = fallback_find(p, false);
+		if (!fl) {                         /* we cannot tell its size */
+			errno = ENOMEM;
+			return NULL;
+		}
+		void *q = alloc_malloc(n);
+		if (!q) return NULL;
+		memcpy(q, p, fl < n ? fl : n);
+		alloc_free(p);
+		return q;
 	}
 	if (n > G.size) { errno = ENOMEM; return NULL; }
 	page_t *h;
@@ -228,7 +300,7 @@ void *alloc_memalign(size_t align, size_t n)
 		for (unsigned c = size_class(n > align ? n : align); c < NCLASS; c++) {
 			if (class_size[c] % align == 0) {
 				void *p = heap_alloc_class(c);
-				return p ? p : fallback_or_enomem();
+				return p ? p : (align <= OS_PAGE ? fallback_or_enomem_n(n, 0) : (errno = ENOMEM, NULL));
 			}
 		}
 	}

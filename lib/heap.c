@@ -50,6 +50,18 @@ static void list_push_front(heap_t *h, page_t *pg)
 	set_first(h, pg->cls, pg);
 }
 
+/* Back on the list without displacing the page malloc is serving from: a page that empties
+ * behind the head is given back, while the head itself stays. */
+static void list_push_second(heap_t *h, page_t *pg)
+{
+	page_t *first = h->pages[pg->cls];
+	if (first == &page_empty) { list_push_front(h, pg); return; }
+	pg->prev = ID(first);
+	pg->next = first->next;
+	if (first->next) PG(first->next)->prev = ID(pg);
+	first->next = ID(pg);
+}
+
 static void list_remove(heap_t *h, page_t *pg)
 {
 	if (pg->prev) PG(pg->prev)->next = pg->next;
@@ -124,7 +136,7 @@ static void page_to_full(heap_t *h, page_t *pg)
 	if (atomic_load(&pg->thread_free) != 0) {
 		uint8_t one = 1;
 		if (atomic_compare_exchange_strong(&pg->qstate, &one, 0))
-			list_push_front(h, pg);
+			list_push_second(h, pg);
 		/* else a remote freer queued it on h->delayed */
 	}
 }
@@ -135,7 +147,7 @@ static void drain_delayed(heap_t *h)
 	while (pg) {
 		page_t *next = pg->next ? PG(pg->next) : NULL;
 		atomic_store_explicit(&pg->qstate, 0, memory_order_relaxed);
-		list_push_front(h, pg);
+		list_push_second(h, pg);
 		pg = next;
 	}
 }
@@ -331,7 +343,7 @@ void heap_free_local_slow(page_t *pg)
 	if (st == 1) {
 		uint8_t one = 1;
 		if (atomic_compare_exchange_strong(&pg->qstate, &one, 0)) {
-			list_push_front(h, pg);
+			list_push_second(h, pg);
 			st = 0;
 		}
 	}

@@ -270,6 +270,9 @@ HIDDEN int mm_mprotect(void *addr, size_t len, int prot);
 HIDDEN int mm_madvise(void *addr, size_t len, int advice);
 HIDDEN uint64_t mm_calls(void);
 
+/* ---- the memory cgroup (cgroup.c) ---- */
+HIDDEN size_t cgroup_memory_limit(char *where, size_t wn);
+
 /* ---- statistics and reports (stats.c) ---- */
 HIDDEN void stats_collect(contig_stats_t *st);
 HIDDEN void stats_report_exit(void);

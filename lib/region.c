@@ -5,6 +5,7 @@
 #include "maps.h"
 #include <errno.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,12 +37,20 @@ static struct {
 	uint64_t *bitmaps;          /* free live bitmaps, linked through their first word */
 } R;
 
+static pthread_cond_t purge_cond = PTHREAD_COND_INITIALIZER;
+static int purger;                  /* 0 none, 1 starting or running */
+static int purger_idle;             /* the purger waits with no deadline */
 static contig_collision_fn coll_fn;
 static void *coll_arg;
 
 void region_lock(void) { pthread_mutex_lock(&rlock); }
 void region_unlock(void) { pthread_mutex_unlock(&rlock); }
-void region_fork_child(void) { pthread_mutex_init(&rlock, NULL); }
+void region_fork_child(void)
+{
+	/* the purger did not come along: the child starts its own when it frees pages */
+	pthread_mutex_init(&rlock, NULL);
+	purger = purger_idle = 0;
+}
 
 static inline page_t *P(size_t idx) { return &G.pages[idx]; }
 static inline uint32_t now_stamp(void) { return (uint32_t)os_now_ms(); }
@@ -276,6 +285,7 @@ static void run_insert_free(size_t idx, size_t n, uint32_t stamp, bool dirty)
 		R.dirty_runs++;
 		uint64_t due = os_now_ms() + G.cfg.purge_ms;
 		if (due < R.next_purge) R.next_purge = due;
+		if (purger_idle) pthread_cond_signal(&purge_cond);
 	}
 	bin_insert(idx);
 }
@@ -585,11 +595,59 @@ static void free_locked(page_t *h)
 	else maybe_purge_locked();
 }
 
+/* The purger: freed pages go back to the OS within purge_ms even when the program makes no
+ * further call. Started on the first free of pages; never touches the heaps. */
+static void *purger_main(void *arg)
+{
+	(void)arg;
+	region_lock();
+	for (;;) {
+		maybe_purge_locked();
+		if (R.next_purge == UINT64_MAX) {
+			purger_idle = 1;
+			pthread_cond_wait(&purge_cond, &rlock);
+			purger_idle = 0;
+			continue;
+		}
+		uint64_t due = R.next_purge;
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		uint64_t now = os_now_ms();
+		uint64_t wait = due > now ? due - now : 0;
+		ts.tv_sec += (time_t)(wait / 1000);
+		ts.tv_nsec += (long)(wait % 1000) * 1000000L + 2000000L;   /* past the coarse clock's tick */
+		while (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
+		pthread_cond_timedwait(&purge_cond, &rlock, &ts);
+	}
+	return NULL;
+}
+
+static void purger_start(void)
+{
+	pthread_condattr_t ca;
+	pthread_attr_t at;
+	pthread_t t;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&purge_cond, &ca);
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&at, 64 << 10);
+	if (pthread_create(&t, &at, purger_main, NULL) != 0) purger = 0;
+	pthread_attr_destroy(&at);
+}
+
 void region_free(page_t *h)
 {
+	bool start = false;
 	region_lock();
 	free_locked(h);
+	if (!purger && R.dirty_runs && G.cfg.purge_ms) {
+		purger = 1;
+		start = true;
+	}
 	region_unlock();
+	if (start) purger_start();
 }
 
 /* Resize a live PK_LARGE/PK_MMAP run in place: shrink gives the tail back; grow takes the free
@@ -691,6 +749,31 @@ int region_init(void)
 	}
 	if (c->limit_kind == LIMIT_SIZE)
 		R.limit = align_up(c->limit, PAGE_SIZE) >> PAGE_SHIFT;
+	else if (c->limit_kind == LIMIT_CGROUP) {
+		char where[300] = "";
+		size_t lim = cgroup_memory_limit(where, sizeof where);
+		fmt_init(&b, buf, sizeof buf);
+		if (!lim) {
+			fmt_str(&b, "CONTIG_LIMIT=cgroup: the process's memory cgroup has no limit; no limit");
+		} else {
+			/* Headroom for what the cgroup charges that is not the heap: binaries, stacks,
+			 * page cache, other processes. An eighth of the limit, at least 16 MiB. */
+			size_t head = lim / 8 < ((size_t)16 << 20) ? ((size_t)16 << 20) : lim / 8;
+			size_t eff = lim > 2 * head ? lim - head : lim / 2;
+			R.limit = eff >> PAGE_SHIFT;
+			if (!R.limit) R.limit = 1;
+			fmt_str(&b, "CONTIG_LIMIT=cgroup: ");
+			fmt_str(&b, where);
+			fmt_str(&b, " is ");
+			fmt_size(&b, lim);
+			fmt_str(&b, "; heap limit ");
+			fmt_size(&b, R.limit << PAGE_SHIFT);
+			fmt_str(&b, " (headroom ");
+			fmt_size(&b, lim - (R.limit << PAGE_SHIFT));
+			fmt_char(&b, ')');
+		}
+		log_verbose(buf);
+	}
 
 	/* Route 1: whatever is already mapped in the range. */
 	scan_foreign(c->base, c->base + c->size, CONTIG_ROUTE_START, 0);
