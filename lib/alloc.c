@@ -177,7 +177,8 @@ void alloc_free(void *p)
 {
 	if (unlikely(!range_has(p))) { free_outside(p, "free"); return; }
 	page_t *pg = page_of(p);
-	if (likely(pg->kind == PK_SMALL)) { heap_free_block(pg, p, "free"); return; }
+	if (likely(is_small1(pg))) { heap_free_block1(pg, p); return; }
+	if (pg->kind == PK_SMALL) { heap_free_block(pg, p, "free"); return; }
 	free_slow(pg, p, "free");
 }
 

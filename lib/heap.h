@@ -31,18 +31,36 @@ static inline void *page_pop(page_t *pg, block_t *b)
 	return b;
 }
 
+/* One-page runs (classes up to 16 KiB): the page is 64 KiB-aligned, its bitmap has one bit per
+ * 16 bytes, and a valid link stays inside the block's own 64 KiB page. */
 static inline void *heap_malloc_fast(size_t n)
 {
 	heap_t *h = heap_tls;
-	if (likely(h != NULL && n <= SMALL_MAX)) {
+	if (likely(h != NULL && n <= ONEPAGE_MAX)) {
 		page_t *pg = h->fast[size_class(n)];
 		block_t *b = pg->free;
 		if (likely(b != NULL)) {
+			block_t *next = b->next;
+			if (unlikely(((uintptr_t)next ^ (uintptr_t)b) >= PAGE_SIZE && next != NULL))
+				fatal_msg("malloc", "heap corruption: a free block's link leaves its page (use after free?)");
+			pg->free = next;
+			pg->used++;
 			h->n_malloc++;
-			return page_pop(pg, b);
+			size_t bit = ((uintptr_t)b & (PAGE_SIZE - 1)) >> 4;
+			uint64_t *w = &pg->live[bit >> 6];
+			__atomic_store_n(w, __atomic_load_n(w, __ATOMIC_RELAXED) | (1ull << (bit & 63)), __ATOMIC_RELAXED);
+			return b;
 		}
 	}
 	return NULL;
+}
+
+/* kind and shift together: a one-page small run */
+static inline bool is_small1(const page_t *pg)
+{
+	uint16_t ks;
+	__builtin_memcpy(&ks, &pg->kind, 2);
+	return ks == (uint16_t)(PK_SMALL | (4u << 8));
 }
 
 HIDDEN void heap_free_local_slow(page_t *pg);
@@ -74,6 +92,33 @@ static inline void heap_free_block(page_t *pg, void *p, const char *func)
 	if (unlikely(!(__atomic_load_n(w, __ATOMIC_RELAXED) & m)))
 		fatal_pointer(func, p);
 	heap_free_remote(pg, p, func);
+}
+
+/* heap_free_block for a one-page run, with the constants folded in. */
+static inline void heap_free_block1(page_t *pg, void *p)
+{
+	uintptr_t off = (uintptr_t)p & (PAGE_SIZE - 1);
+	if (unlikely((off & (ALIGN_MIN - 1)) != 0))
+		fatal_pointer("free", p);
+	size_t bit = off >> 4;
+	uint64_t m = 1ull << (bit & 63), *w = &pg->live[bit >> 6];
+	heap_t *h = heap_tls;
+	if (likely(pg->heap == h)) {
+		uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
+		if (unlikely(!(v & m)))
+			fatal_pointer("free", p);
+		__atomic_store_n(w, v & ~m, __ATOMIC_RELAXED);
+		block_t *b = p;
+		b->next = pg->free;
+		pg->free = b;
+		h->n_free++;
+		if (unlikely(--pg->used == 0 || atomic_load_explicit(&pg->qstate, memory_order_relaxed) != 0))
+			heap_free_local_slow(pg);
+		return;
+	}
+	if (unlikely(!(__atomic_load_n(w, __ATOMIC_RELAXED) & m)))
+		fatal_pointer("free", p);
+	heap_free_remote(pg, p, "free");
 }
 
 #endif

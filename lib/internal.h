@@ -32,6 +32,7 @@ static const bool contig_debug = CONTIG_DEBUG;
 #define ALIGN_MIN    16u                      /* every block is aligned at least this much */
 #define NCLASS       49                       /* classes 1..48: 16 B .. 128 KiB; 0 is unused */
 #define SMALL_MAX    ((size_t)128 << 10)      /* larger blocks are page runs */
+#define ONEPAGE_MAX  ((size_t)16 << 10)       /* classes up to this live in one-page runs */
 #define LIVE_BITS    4096u                    /* bits in a small page's live bitmap */
 #define LIVE_BYTES   (LIVE_BITS / 8)
 #define GROW_STEP    ((size_t)4 << 20)        /* the range is made usable at least this much at a time */
@@ -85,8 +86,8 @@ typedef struct page {
 		};
 	};
 	uint8_t kind;                   /* enum page_kind */
+	uint8_t shift;                  /* log2 of bytes per live-bitmap bit (PK_SMALL; 4 in one-page runs) */
 	uint8_t cls;                    /* size class (PK_SMALL) */
-	uint8_t shift;                  /* log2 of bytes per live-bitmap bit (PK_SMALL) */
 	uint8_t flags;                  /* PF_* of this 64 KiB page, kept across reuse */
 	_Atomic(uint8_t) qstate;        /* PK_SMALL: 0 listed, 1 full and unlisted, 2 queued on heap->delayed */
 	uint8_t unused1;

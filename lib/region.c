@@ -715,6 +715,11 @@ static size_t auto_headroom(uint64_t rl)
 static size_t reserve_gaps(size_t end)
 {
 	size_t i = 0, total = 0;
+	if (R.ncoll == 0 && os_reserve_fixed(page_addr(0), end << PAGE_SHIFT) == 0) {
+		/* the usual case: nothing foreign, one mapping, no walk over the descriptors */
+		R.reserved_end = end;
+		return end;
+	}
 	while (i < end) {
 		if (P(i)->kind == PK_FOREIGN) { i++; continue; }
 		size_t j = i;
