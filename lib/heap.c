@@ -122,10 +122,25 @@ static void refill(page_t *pg)
 	if (!pg->free) extend(pg);
 }
 
-static void page_release(page_t *pg)
+/* An empty run leaves the heap: one-page runs are kept as spares (a page that empties and is
+ * needed again a moment later costs no trip to the page allocator's lock), the rest go back. */
+static void page_release(heap_t *h, page_t *pg)
 {
+	if (class_pages[pg->cls] == 1 && h->nspare < HEAP_SPARES && !atomic_load(&h->abandoned)) {
+		h->spare[h->nspare++] = pg;
+		return;
+	}
 	pg->heap = NULL;
 	region_free(pg);
+}
+
+static void spares_flush(heap_t *h)
+{
+	while (h->nspare > 0) {
+		page_t *pg = h->spare[--h->nspare];
+		pg->heap = NULL;
+		region_free(pg);
+	}
 }
 
 /* pg was just found with nothing to give: take it off the list, unless a remote free raced in. */
@@ -201,7 +216,7 @@ static void tidy_page(heap_t *h, page_t *pg, bool keep_first)
 	refill(pg);
 	if (pg->used == 0 && !(keep_first && h->pages[pg->cls] == pg)) {
 		list_remove(h, pg);
-		page_release(pg);
+		page_release(h, pg);
 	}
 }
 
@@ -223,6 +238,7 @@ static void heap_destructor(void *arg)
 	heap_t *h = arg;
 	if (!h || heap_tls != h) return;
 	tidy_heap(h, false);
+	spares_flush(h);
 	heap_tls = NULL;
 	pthread_mutex_lock(&heaps_lock);
 	pthread_mutex_lock(&h->lock);
@@ -277,7 +293,8 @@ size_t heap_asked(const page_t *pg, const void *p)
 /* ---- slow paths ---- */
 static page_t *new_page(heap_t *h, unsigned cls)
 {
-	page_t *pg = region_alloc(class_pages[cls], PK_SMALL, 0);
+	page_t *pg = class_pages[cls] == 1 && h->nspare ? h->spare[--h->nspare] : NULL;
+	if (!pg) pg = region_alloc(class_pages[cls], PK_SMALL, 0);
 	if (!pg) return NULL;
 	uint32_t bs = class_size[cls];
 	pg->heap = h;
@@ -295,7 +312,7 @@ static page_t *new_page(heap_t *h, unsigned cls)
 	list_push_front(h, pg);
 	if (G.slow_only && !asked_table(pg, true)) {
 		list_remove(h, pg);
-		page_release(pg);
+		page_release(h, pg);
 		return NULL;
 	}
 	return pg;
@@ -351,7 +368,7 @@ void heap_free_local_slow(page_t *pg)
 		refill(pg);
 		if (pg->used == 0) {
 			list_remove(h, pg);
-			page_release(pg);
+			page_release(h, pg);
 		}
 	}
 }
@@ -391,7 +408,10 @@ void heap_free_remote(page_t *pg, block_t *b, const char *func)
 void heap_collect_all(void)
 {
 	heap_t *me = heap_tls;
-	if (me) tidy_heap(me, true);
+	if (me) {
+		tidy_heap(me, true);
+		spares_flush(me);
+	}
 	pthread_mutex_lock(&heaps_lock);
 	for (heap_t *h = heaps_abandoned; h; h = h->next_abandoned) {
 		pthread_mutex_lock(&h->lock);

@@ -98,6 +98,7 @@ typedef struct page {
 _Static_assert(sizeof(page_t) == 64, "page descriptor is one cache line");
 
 /* ---- thread heaps ---- */
+#define HEAP_SPARES 4                 /* empty one-page runs a heap keeps instead of giving back */
 typedef struct heap {
 	/* owner only: the fast paths */
 	page_t *fast[NCLASS];           /* what the malloc fast path pops from: pages[] normally, always
@@ -106,6 +107,8 @@ typedef struct heap {
 	uint64_t n_free;                /* frees this thread made */
 	uint64_t n_realloc;             /* realloc calls on this thread */
 	page_t *pages[NCLASS];          /* first page of each class list; &page_empty when none */
+	page_t *spare[HEAP_SPARES];     /* empty one-page runs kept for the next class that needs one */
+	int nspare;
 	/* touched by other threads: kept off the owner's cache lines */
 	_Alignas(64) _Atomic(page_t *) delayed; /* full pages that got a remote free */
 	_Atomic(int) abandoned;         /* 1 while no thread owns it */
