@@ -642,7 +642,7 @@ void region_free(page_t *h)
 	bool start = false;
 	region_lock();
 	free_locked(h);
-	if (!purger && R.dirty_runs && G.cfg.purge_ms) {
+	if (!purger && R.dirty_runs && G.cfg.purge_ms && !G.slow_only) {   /* leak tracking: no thread, whose TLS would show as a leak */
 		purger = 1;
 		start = true;
 	}
