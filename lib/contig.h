@@ -61,6 +61,7 @@ typedef struct contig_stats {
 	uint64_t calls_mmap;          /* mmap calls served from the range */
 	size_t collisions;            /* collisions found so far */
 	contig_collision_t collision[CONTIG_STATS_COLLISIONS]; /* the first ones */
+	size_t resident;              /* resident set of the process now (VmRSS), bytes */
 } contig_stats_t;
 
 /* Nonzero when p lies inside the range: one subtraction and one compare. */

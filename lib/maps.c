@@ -88,6 +88,24 @@ size_t maps_vm_size(void)
 	return pages * OS_PAGE;
 }
 
+/* statm's second field: resident pages now, in bytes. */
+size_t maps_rss(void)
+{
+	char buf[128];
+	int fd = os_open_read("/proc/self/statm");
+	if (fd < 0) return 0;
+	long n = os_read(fd, buf, sizeof buf - 1);
+	os_close(fd);
+	if (n <= 0) return 0;
+	buf[n] = 0;
+	const char *s = buf;
+	while (*s && *s != ' ') s++;
+	while (*s == ' ') s++;
+	size_t pages = 0;
+	for (; *s >= '0' && *s <= '9'; s++) pages = pages * 10 + (size_t)(*s - '0');
+	return pages * OS_PAGE;
+}
+
 /* VmHWM from /proc/self/status, in bytes. */
 size_t maps_peak_rss(void)
 {

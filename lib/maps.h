@@ -18,4 +18,5 @@ typedef int (*maps_fn)(const maps_entry_t *m, void *arg);
 int maps_scan(uintptr_t lo, uintptr_t hi, maps_fn fn, void *arg);
 size_t maps_vm_size(void);
 size_t maps_peak_rss(void);
+size_t maps_rss(void);
 #endif

@@ -26,6 +26,7 @@ void stats_collect(contig_stats_t *st)
 	st->committed = rs.committed;
 	st->committed_peak = rs.committed_peak;
 	st->resident_peak = maps_peak_rss();
+	st->resident = maps_rss();
 	st->mmap_bytes = rs.mmap_bytes;
 	st->purged_bytes = rs.purged;
 	st->fallback_bytes = rs.fallback_bytes;
@@ -71,17 +72,19 @@ static void out_flush(out_t *o)
 	o->n = 0;
 }
 
-static void out_line(out_t *o, const fmtbuf_t *b)
+static void out_piece(out_t *o, const fmtbuf_t *b, bool newline)
 {
 	size_t n = fmt_len(b);
 	if (o->n + n + 1 > sizeof o->buf) out_flush(o);
 	memcpy(o->buf + o->n, b->start, n);
 	o->n += n;
-	o->buf[o->n++] = '\n';
+	if (newline) o->buf[o->n++] = '\n';
 }
 
-#define LINE(o, ...) do { char lb_[400]; fmtbuf_t b_; fmt_init(&b_, lb_, sizeof lb_); \
-	fmtbuf_t *b = &b_; __VA_ARGS__; out_line((o), b); } while (0)
+#define PIECE(o, nl, ...) do { char lb_[400]; fmtbuf_t b_; fmt_init(&b_, lb_, sizeof lb_); \
+	fmtbuf_t *b = &b_; __VA_ARGS__; out_piece((o), b, (nl)); } while (0)
+#define LINE(o, ...) PIECE(o, true, __VA_ARGS__)
+#define JSON(o, ...) PIECE(o, false, __VA_ARGS__)   /* the JSON object is one line */
 
 static void print_text(out_t *o, const contig_stats_t *st)
 {
@@ -95,7 +98,8 @@ static void print_text(out_t *o, const contig_stats_t *st)
 	LINE(o, fmt_str(b, "libcontig:   mapped      "); fmt_size(b, st->mapped); fmt_str(b, " of the range made usable"));
 	LINE(o, fmt_str(b, "libcontig:   committed   "); fmt_size(b, st->committed); fmt_str(b, " now, peak ");
 	     fmt_size(b, st->committed_peak));
-	LINE(o, fmt_str(b, "libcontig:   resident    peak "); fmt_size(b, st->resident_peak); fmt_str(b, " (VmHWM)"));
+	LINE(o, fmt_str(b, "libcontig:   resident    "); fmt_size(b, st->resident); fmt_str(b, " now, peak ");
+	     fmt_size(b, st->resident_peak); fmt_str(b, " (whole process)"));
 	LINE(o, fmt_str(b, "libcontig:   live        "); fmt_dec(b, st->live_blocks); fmt_str(b, " blocks, ");
 	     fmt_dec(b, st->live_bytes); fmt_str(b, " bytes"));
 	LINE(o, fmt_str(b, "libcontig:   calls       malloc "); fmt_dec(b, st->calls_malloc);
@@ -116,7 +120,7 @@ static void print_text(out_t *o, const contig_stats_t *st)
 
 static void print_json(out_t *o, const contig_stats_t *st)
 {
-	LINE(o,
+	JSON(o,
 	     fmt_str(b, "{\"pid\":"); fmt_dec(b, (uint64_t)getpid());
 	     fmt_str(b, ",\"base\":\""); fmt_hex(b, st->base);
 	     fmt_str(b, "\",\"size\":"); fmt_dec(b, st->range_size);
@@ -125,8 +129,9 @@ static void print_json(out_t *o, const contig_stats_t *st)
 	     fmt_str(b, ",\"mapped\":"); fmt_dec(b, st->mapped);
 	     fmt_str(b, ",\"committed\":"); fmt_dec(b, st->committed);
 	     fmt_str(b, ",\"committed_peak\":"); fmt_dec(b, st->committed_peak);
+	     fmt_str(b, ",\"resident\":"); fmt_dec(b, st->resident);
 	     fmt_str(b, ",\"resident_peak\":"); fmt_dec(b, st->resident_peak));
-	LINE(o,
+	JSON(o,
 	     fmt_str(b, ",\"live_blocks\":"); fmt_dec(b, st->live_blocks);
 	     fmt_str(b, ",\"live_bytes\":"); fmt_dec(b, st->live_bytes);
 	     fmt_str(b, ",\"calls\":{\"malloc\":"); fmt_dec(b, st->calls_malloc);
@@ -141,7 +146,7 @@ static void print_json(out_t *o, const contig_stats_t *st)
 	     fmt_str(b, ",\"collision_count\":"); fmt_dec(b, st->collisions);
 	     fmt_str(b, ",\"collisions\":["));
 	for (size_t i = 0; i < st->collisions && i < CONTIG_STATS_COLLISIONS; i++)
-		LINE(o, if (i) fmt_char(b, ',');
+		JSON(o, if (i) fmt_char(b, ',');
 		     fmt_str(b, "{\"addr\":\""); fmt_hex(b, st->collision[i].addr);
 		     fmt_str(b, "\",\"len\":"); fmt_dec(b, st->collision[i].len);
 		     fmt_str(b, ",\"route\":\""); fmt_str(b, route_word(st->collision[i].route)); fmt_str(b, "\"}"));
