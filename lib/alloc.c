@@ -160,7 +160,7 @@ static NOINLINE void free_slow(page_t *pg, void *p, const char *func)
 	}
 	case PK_LARGE:
 		if ((uintptr_t)p != page_addr(page_idx(pg))) break;
-		if (heap_tls) heap_tls->n_free++;
+		if (heap_tls != &heap_none) heap_tls->n_free++;
 		region_free(pg);
 		return;
 	case PK_FOREIGN:
@@ -240,7 +240,7 @@ size_t alloc_usable_size(const void *p)
 void *alloc_realloc(void *p, size_t n)
 {
 	if (!p) return alloc_malloc(n);
-	if (heap_tls) heap_tls->n_realloc++;
+	if (heap_tls != &heap_none) heap_tls->n_realloc++;
 	if (n == 0) {                          /* glibc: frees and returns NULL */
 		alloc_free(p);
 		return NULL;

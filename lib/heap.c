@@ -17,13 +17,58 @@ const uint32_t class_size[NCLASS] = {
 const uint8_t class_pages[NCLASS] = {
 	0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
 	1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 4, 3, 4, 4, 5, 6, 7, 8 };
-const uint8_t class_small_lut[65] = {
-	1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 13, 13, 14, 14, 14, 14, 15,
-	15, 15, 15, 16, 16, 16, 16, 17, 17, 17, 17, 17, 17, 17, 17, 18, 18, 18, 18, 18, 18, 18, 18,
-	19, 19, 19, 19, 19, 19, 19, 19, 20, 20, 20, 20, 20, 20, 20, 20 };
+/* size_class() for sizes up to 16 KiB, indexed by (n + 15) / 16 */
+const uint8_t class_lut[1025] = {
+	1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 13, 13, 14, 14, 14,
+	14, 15, 15, 15, 15, 16, 16, 16, 16, 17, 17, 17, 17, 17, 17, 17, 17, 18, 18, 18, 18, 18, 18, 18,
+	18, 19, 19, 19, 19, 19, 19, 19, 19, 20, 20, 20, 20, 20, 20, 20, 20, 21, 21, 21, 21, 21, 21, 21,
+	21, 21, 21, 21, 21, 21, 21, 21, 21, 22, 22, 22, 22, 22, 22, 22, 22, 22, 22, 22, 22, 22, 22, 22,
+	22, 23, 23, 23, 23, 23, 23, 23, 23, 23, 23, 23, 23, 23, 23, 23, 23, 24, 24, 24, 24, 24, 24, 24,
+	24, 24, 24, 24, 24, 24, 24, 24, 24, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25,
+	25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 26, 26, 26, 26, 26, 26, 26,
+	26, 26, 26, 26, 26, 26, 26, 26, 26, 26, 26, 26, 26, 26, 26, 26, 26, 26, 26, 26, 26, 26, 26, 26,
+	26, 27, 27, 27, 27, 27, 27, 27, 27, 27, 27, 27, 27, 27, 27, 27, 27, 27, 27, 27, 27, 27, 27, 27,
+	27, 27, 27, 27, 27, 27, 27, 27, 27, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28,
+	28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 29, 29, 29, 29, 29, 29, 29,
+	29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29,
+	29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29,
+	29, 29, 29, 29, 29, 29, 29, 29, 29, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30,
+	30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30,
+	30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30,
+	30, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31,
+	31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31,
+	31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 32, 32, 32, 32, 32, 32, 32,
+	32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32,
+	32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32,
+	32, 32, 32, 32, 32, 32, 32, 32, 32, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33,
+	33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33,
+	33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33,
+	33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33,
+	33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33,
+	33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 34, 34, 34, 34, 34, 34, 34,
+	34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34,
+	34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34,
+	34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34,
+	34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34,
+	34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34,
+	34, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35,
+	35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35,
+	35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35,
+	35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35,
+	35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35,
+	35, 35, 35, 35, 35, 35, 35, 35, 35, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36,
+	36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36,
+	36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36,
+	36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36,
+	36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36,
+	36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36,
+};
 
-__thread heap_t *heap_tls __attribute__((tls_model("initial-exec")));
 page_t page_empty;     /* what an empty class list points to: its free list is always NULL */
+/* A thread's heap before it has one: every fast path through it fails, and the slow path makes
+ * (or adopts) the real heap. It owns no page, so frees through it are remote frees. */
+heap_t heap_none = { .fast = { [0 ... NCLASS - 1] = &page_empty } };
+__thread heap_t *heap_tls __attribute__((tls_model("initial-exec"))) = &heap_none;
 
 static pthread_mutex_t heaps_lock = PTHREAD_MUTEX_INITIALIZER;
 static heap_t *heaps_all;
@@ -147,11 +192,14 @@ static void spares_flush(heap_t *h)
 static void page_to_full(heap_t *h, page_t *pg)
 {
 	list_remove(h, pg);
+	pg->used |= USED_UNLISTED;
 	atomic_store(&pg->qstate, 1);
 	if (atomic_load(&pg->thread_free) != 0) {
 		uint8_t one = 1;
-		if (atomic_compare_exchange_strong(&pg->qstate, &one, 0))
+		if (atomic_compare_exchange_strong(&pg->qstate, &one, 0)) {
+			pg->used &= ~USED_UNLISTED;
 			list_push_second(h, pg);
+		}
 		/* else a remote freer queued it on h->delayed */
 	}
 }
@@ -162,6 +210,7 @@ static void drain_delayed(heap_t *h)
 	while (pg) {
 		page_t *next = pg->next ? PG(pg->next) : NULL;
 		atomic_store_explicit(&pg->qstate, 0, memory_order_relaxed);
+		pg->used &= ~USED_UNLISTED;
 		list_push_second(h, pg);
 		pg = next;
 	}
@@ -200,7 +249,7 @@ static heap_t *heap_create(void)
 heap_t *heap_get(void)
 {
 	heap_t *h = heap_tls;
-	return h ? h : heap_create();
+	return h != &heap_none ? h : heap_create();
 }
 
 /* Called once from initialisation: thread exit hands the heap back through this key. */
@@ -239,7 +288,7 @@ static void heap_destructor(void *arg)
 	if (!h || heap_tls != h) return;
 	tidy_heap(h, false);
 	spares_flush(h);
-	heap_tls = NULL;
+	heap_tls = &heap_none;
 	pthread_mutex_lock(&heaps_lock);
 	pthread_mutex_lock(&h->lock);
 	atomic_store(&h->abandoned, 1);
@@ -360,6 +409,7 @@ void heap_free_local_slow(page_t *pg)
 	if (st == 1) {
 		uint8_t one = 1;
 		if (atomic_compare_exchange_strong(&pg->qstate, &one, 0)) {
+			pg->used &= ~USED_UNLISTED;
 			list_push_second(h, pg);
 			st = 0;
 		}
@@ -380,7 +430,7 @@ void heap_free_remote(page_t *pg, block_t *b, const char *func)
 	uintptr_t old = atomic_load_explicit(&pg->thread_free, memory_order_relaxed);
 	do b->next = (block_t *)old;
 	while (!atomic_compare_exchange_weak(&pg->thread_free, &old, (uintptr_t)b));
-	if (heap_tls) heap_tls->n_free++;
+	if (heap_tls != &heap_none) heap_tls->n_free++;
 	if (atomic_load(&pg->qstate) == 1) {
 		uint8_t one = 1;
 		if (atomic_compare_exchange_strong(&pg->qstate, &one, 2)) {
@@ -408,7 +458,7 @@ void heap_free_remote(page_t *pg, block_t *b, const char *func)
 void heap_collect_all(void)
 {
 	heap_t *me = heap_tls;
-	if (me) {
+	if (me != &heap_none) {
 		tidy_heap(me, true);
 		spares_flush(me);
 	}

@@ -36,7 +36,7 @@ static inline void *page_pop(page_t *pg, block_t *b)
 static inline void *heap_malloc_fast(size_t n)
 {
 	heap_t *h = heap_tls;
-	if (likely(h != NULL && n <= ONEPAGE_MAX)) {
+	if (likely(n <= ONEPAGE_MAX)) {
 		page_t *pg = h->fast[size_class(n)];
 		block_t *b = pg->free;
 		if (likely(b != NULL)) {
@@ -85,7 +85,7 @@ static inline void heap_free_block(page_t *pg, void *p, const char *func)
 		b->next = pg->free;
 		pg->free = b;
 		h->n_free++;
-		if (unlikely(--pg->used == 0 || atomic_load_explicit(&pg->qstate, memory_order_relaxed) != 0))
+		if (unlikely((uint32_t)(--pg->used - 1) >= USED_MASK))     /* now empty, or off the list */
 			heap_free_local_slow(pg);
 		return;
 	}
@@ -112,7 +112,7 @@ static inline void heap_free_block1(page_t *pg, void *p)
 		b->next = pg->free;
 		pg->free = b;
 		h->n_free++;
-		if (unlikely(--pg->used == 0 || atomic_load_explicit(&pg->qstate, memory_order_relaxed) != 0))
+		if (unlikely((uint32_t)(--pg->used - 1) >= USED_MASK))     /* now empty, or off the list */
 			heap_free_local_slow(pg);
 		return;
 	}

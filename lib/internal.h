@@ -52,6 +52,9 @@ enum page_kind {
 	PK_MMAP_FIXED       /* taken by a caller's MAP_FIXED mapping over free pages */
 };
 
+#define USED_UNLISTED 0x80000000u   /* in page.used: full and off the list (one test on free) */
+#define USED_MASK     0x7fffffffu
+
 #define PF_DIRTY    0x01    /* may hold non-zero data or resident pages: counted as committed */
 #define PF_NEEDZERO 0x02    /* handed out dirty to a caller that asked for zeroed memory */
 #define PF_RUNDIRTY 0x04    /* PK_FREE heads: some page of the run is dirty */
@@ -68,7 +71,8 @@ typedef struct page {
 			_Atomic(uintptr_t) thread_free; /* blocks other threads freed (lock-free stack) */
 			uint64_t *live;         /* out-of-band bitmap: bit set while the block starting in that granule is live */
 			struct heap *heap;      /* owner */
-			uint32_t used;          /* live blocks, counting remote frees not yet collected */
+			uint32_t used;          /* live blocks, counting remote frees not yet collected;
+			                           | USED_UNLISTED while the page is off its class list */
 			uint32_t block_size;    /* bytes per block */
 		};
 		struct {                        /* every other kind */
@@ -191,11 +195,11 @@ HIDDEN void log_verbose(const char *line);   /* the same under CONTIG_VERBOSE */
 /* ---- size classes (heap.c) ---- */
 extern HIDDEN const uint32_t class_size[NCLASS];
 extern HIDDEN const uint8_t class_pages[NCLASS];
-extern HIDDEN const uint8_t class_small_lut[65];
+extern HIDDEN const uint8_t class_lut[1025];
 static inline unsigned size_class(size_t n)
 {
-	if (likely(n <= 1024))
-		return class_small_lut[(n + 15) >> 4];
+	if (likely(n <= ONEPAGE_MAX))
+		return class_lut[(n + 15) >> 4];
 	unsigned k = 63u - (unsigned)__builtin_clzl(n - 1);        /* 2^k < n <= 2^(k+1) */
 	return 8u + (k - 7u) * 4u + (unsigned)((n - 1) >> (k - 2)) - 4u + 1u;
 }
@@ -249,6 +253,7 @@ HIDDEN void heap_init_key(void);
 HIDDEN void heap_set_asked(page_t *pg, const void *p, size_t n);
 HIDDEN size_t heap_asked(const page_t *pg, const void *p);
 extern HIDDEN __thread heap_t *heap_tls __attribute__((tls_model("initial-exec")));
+extern HIDDEN heap_t heap_none;
 
 /* ---- entry points (alloc.c) ---- */
 HIDDEN void *alloc_malloc(size_t n);

@@ -38,8 +38,8 @@ void stats_collect(contig_stats_t *st)
 	for (size_t i = 0; i < frontier; i++) {
 		const page_t *pg = &G.pages[i];
 		if (pg->kind == PK_SMALL) {
-			st->live_blocks += pg->used;
-			st->live_bytes += (size_t)pg->used * pg->block_size;
+			st->live_blocks += pg->used & USED_MASK;
+			st->live_bytes += (size_t)(pg->used & USED_MASK) * pg->block_size;
 		}
 	}
 	st->live_blocks += rs.large_blocks;
