@@ -486,8 +486,12 @@ page_t *region_alloc(size_t n, uint8_t kind, int flags)
 	size_t len = h->npages;
 	bool dirty = h->flags & PF_RUNDIRTY;
 	uint32_t stamp = h->stamp;
+	/* Small runs come from the end of the free run, everything else from its start: a freed
+	 * large block's first page is then not at once a small run's, so a second free of it is
+	 * still caught, and large blocks keep free pages after them to grow into. */
+	size_t take = kind == PK_SMALL ? idx + len - n : idx;
 	size_t clean = 0;
-	for (size_t i = idx; i < idx + n; i++) clean += !(P(i)->flags & PF_DIRTY);
+	for (size_t i = take; i < take + n; i++) clean += !(P(i)->flags & PF_DIRTY);
 	if (R.limit && R.committed + clean > R.limit) {
 		purge_locked(true);
 		if (R.committed + clean > R.limit) {
@@ -500,21 +504,24 @@ page_t *region_alloc(size_t n, uint8_t kind, int flags)
 	}
 	bin_remove(idx);
 	if (len > n) {
-		/* Split: the rest keeps its free state (its stale descriptors are rewritten as needed). */
-		size_t r = idx + n;
+		/* Split: the rest keeps its free state; its stale descriptors are rewritten as needed. */
+		size_t r = take == idx ? idx + n : idx, rn = len - n;
 		page_t *rh = P(r);
 		rh->kind = PK_FREE;
-		rh->npages = (uint32_t)(len - n);
+		rh->npages = (uint32_t)rn;
 		rh->head_off = 0;
 		rh->stamp = dirty ? stamp : CLEAN_STAMP;
 		rh->flags = (uint8_t)((rh->flags & ~PF_RUNDIRTY) | (dirty ? PF_RUNDIRTY : 0));
-		if (len - n > 1) {
-			page_t *rt = P(r + len - n - 1);
-			rt->head_off = (uint32_t)(len - n - 1);
-			rt->npages = (uint32_t)(len - n);
+		if (rn > 1) {
+			page_t *rt = P(r + rn - 1);
+			rt->kind = PK_FREE;
+			rt->head_off = (uint32_t)(rn - 1);
+			rt->npages = (uint32_t)rn;
 		}
 		if (dirty) R.dirty_runs++;
 		bin_insert(r);
+		idx = take;
+		h = P(idx);
 	}
 	for (size_t i = idx; i < idx + n; i++) {
 		page_t *pg = P(i);
