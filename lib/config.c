@@ -186,6 +186,20 @@ void config_parse(config_t *c, char **envp)
 		} else
 			c->base = a;
 	}
+	if ((c->base + c->size > USER_TOP || c->base + c->size < c->base) && c->base != DEFAULT_BASE &&
+	    DEFAULT_BASE + c->size <= USER_TOP) {
+		/* the range would leave the user address space: refuse the base */
+		uint64_t dflt = DEFAULT_BASE;
+		char why[160];
+		fmtbuf_t b;
+		size_words(tmp, sizeof tmp, c->size);
+		fmt_init(&b, why, sizeof why);
+		fmt_str(&b, "with CONTIG_SIZE ");
+		fmt_str(&b, tmp);
+		fmt_str(&b, " goes beyond the largest user address 0x7fffffffffff");
+		complain("CONTIG_BASE", env_get(envp, "CONTIG_BASE"), why, NULL, &dflt);
+		c->base = DEFAULT_BASE;
+	}
 	if (c->base + c->size > USER_TOP || c->base + c->size < c->base) {
 		size_t fit = align_down(USER_TOP - c->base, GRANULE);
 		char was[64];

@@ -753,11 +753,24 @@ int region_init(void)
 
 	R.next_purge = UINT64_MAX;
 	G.npages = c->size >> PAGE_SHIFT;
-	G.pages = os_map_meta(G.npages * sizeof(page_t), c->base, c->base + c->size);
+	for (;;) {
+		/* 64 bytes per 64 KiB page: 1/1024 of the range, touched only where the heap is */
+		G.pages = os_map_meta(G.npages * sizeof(page_t), c->base, c->base + c->size);
+		if (G.pages || G.npages <= 16) break;
+		G.npages /= 2;
+	}
 	if (!G.pages) {
 		log_line("cannot map the page descriptors (RLIMIT_AS?); every allocation will fail");
 		G.npages = 0;
 		return -1;
+	}
+	if (G.npages != c->size >> PAGE_SHIFT) {
+		fmt_init(&b, buf, sizeof buf);
+		fmt_str(&b, "CONTIG_SIZE: no room for the page descriptors of ");
+		fmt_size(&b, c->size);
+		fmt_str(&b, " (RLIMIT_AS or overcommit); using ");
+		fmt_size(&b, G.npages << PAGE_SHIFT);
+		log_line(buf);
 	}
 	if (c->limit_kind == LIMIT_SIZE)
 		R.limit = align_up(c->limit, PAGE_SIZE) >> PAGE_SHIFT;

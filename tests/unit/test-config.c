@@ -100,12 +100,17 @@ START_TEST(unaligned_base_rounds_up)
 }
 END_TEST
 
-START_TEST(range_clipped_to_user_space)
+START_TEST(range_beyond_user_space)
 {
+	/* a base whose range would leave user space is refused, the size kept */
 	config_t c = parse("CONTIG_BASE=0x7ff000000000", "CONTIG_SIZE=1T");
-	ck_assert_uint_eq(c.base, 0x7ff000000000);
+	ck_assert_uint_eq(c.base, 0xf800000000);
+	ck_assert_uint_eq(c.size, (size_t)1 << 40);
+	/* a size that leaves it even from the default base is clipped */
+	c = parse("CONTIG_SIZE=200T", NULL);
+	ck_assert_uint_eq(c.base, 0xf800000000);
 	ck_assert_uint_le(c.base + c.size, 0x800000000000);
-	ck_assert_uint_gt(c.size, 0);
+	ck_assert_uint_gt(c.size, (size_t)100 << 40);
 }
 END_TEST
 
@@ -119,7 +124,7 @@ Suite *config_suite(void)
 	tcase_add_test(t, bad_values_fall_back);
 	tcase_add_test(t, good_values);
 	tcase_add_test(t, unaligned_base_rounds_up);
-	tcase_add_test(t, range_clipped_to_user_space);
+	tcase_add_test(t, range_beyond_user_space);
 	suite_add_tcase(s, t);
 	return s;
 }
