@@ -61,7 +61,7 @@ static void *meta_alloc_locked(size_t bytes)
 	bytes = align_up(bytes, 64);
 	if ((size_t)(R.meta_end - R.meta_cur) < bytes) {
 		size_t chunk = align_up(bytes > ((size_t)1 << 20) ? bytes : ((size_t)1 << 20), OS_PAGE);
-		char *m = os_map_meta(chunk, G.cfg.base, G.cfg.base + G.cfg.size);
+		char *m = os_map_meta(chunk, G.cfg.base, G.cfg.base + (G.npages << PAGE_SHIFT));
 		if (!m) return NULL;
 		R.meta_cur = m;
 		R.meta_end = m + chunk;
@@ -755,7 +755,7 @@ int region_init(void)
 	G.npages = c->size >> PAGE_SHIFT;
 	for (;;) {
 		/* 64 bytes per 64 KiB page: 1/1024 of the range, touched only where the heap is */
-		G.pages = os_map_meta(G.npages * sizeof(page_t), c->base, c->base + c->size);
+		G.pages = os_map_meta(G.npages * sizeof(page_t), c->base, c->base + (G.npages << PAGE_SHIFT));
 		if (G.pages || G.npages <= 16) break;
 		G.npages /= 2;
 	}
@@ -801,7 +801,7 @@ int region_init(void)
 	}
 
 	/* Route 1: whatever is already mapped in the range. */
-	scan_foreign(c->base, c->base + c->size, CONTIG_ROUTE_START, 0);
+	scan_foreign(c->base, c->base + (G.npages << PAGE_SHIFT), CONTIG_ROUTE_START, 0);
 
 	uint64_t rl;
 	os_getrlimit_as(&rl);
