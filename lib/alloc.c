@@ -75,14 +75,17 @@ static void *fallback_or_enomem_n(size_t n, int zero)
 }
 
 /* ---- large blocks ---- */
+/* A block of its own pages; align is what the caller needs (runs are 64 KiB-aligned anyway).
+ * Fallback blocks are page-aligned mappings, so they serve alignments up to 4 KiB. */
 static void *large_alloc(size_t n, size_t align, int zero)
 {
 	if (n > ((size_t)1 << 62) || n + align < n) { errno = ENOMEM; return NULL; }
 	if (n > G.size) return align <= OS_PAGE ? fallback_or_enomem_n(n, zero) : (errno = ENOMEM, NULL);
-	size_t np = (align_up(n, PAGE_SIZE)) >> PAGE_SHIFT;
+	size_t np = (align_up(n ? n : 1, PAGE_SIZE)) >> PAGE_SHIFT;    /* size 0 still gets a page */
 	size_t extra = align > PAGE_SIZE ? (align >> PAGE_SHIFT) - 1 : 0;
 	page_t *h = region_alloc(np + extra, PK_LARGE, zero ? RUN_ZERO : 0);
 	if (!h) return align <= OS_PAGE ? fallback_or_enomem_n(n, zero) : (errno = ENOMEM, NULL);
+	if (heap_tls != &heap_none) heap_tls->n_malloc++;
 	if (extra) {
 		uintptr_t a = page_addr(page_idx(h));
 		uintptr_t want = align_up(a, align);
@@ -126,7 +129,7 @@ static NOINLINE void *malloc_slow(size_t n)
 		void *p = heap_alloc_small(n);
 		return p ? p : fallback_or_enomem_n(n, 0);
 	}
-	return large_alloc(n, PAGE_SIZE, 0);
+	return large_alloc(n, ALIGN_MIN, 0);
 }
 
 void *alloc_malloc(size_t n)
@@ -146,7 +149,7 @@ void *alloc_calloc(size_t n, size_t m)
 		return p;
 	}
 	contig_ensure_init();
-	return large_alloc(total, PAGE_SIZE, 1);
+	return large_alloc(total, ALIGN_MIN, 1);
 }
 
 /* ---- free ---- */

@@ -40,7 +40,9 @@ static void parse_line(const char *line, maps_entry_t *m)
 	}
 	while (*s == ' ') s++;
 	m->path = s;
-	if (*s) m->anon = 0;
+	/* no inode and no file: pseudo-paths like [heap] (the kernel names whatever mapping covers
+	 * the brk area so, ours included) still count as anonymous */
+	if (*s && *s != '[') m->anon = 0;
 	m->line = line;
 }
 

@@ -7,7 +7,7 @@
 typedef struct maps_entry {
 	uintptr_t lo, hi;          /* [lo, hi) */
 	char perms[5];             /* "rw-p" */
-	int anon;                  /* no inode and no path */
+	int anon;                  /* no inode and no file path ([heap] and the like allowed) */
 	const char *path;          /* "" when none; valid only during the callback */
 	const char *line;          /* the whole line, valid only during the callback */
 } maps_entry_t;

@@ -163,6 +163,7 @@ static void *fixed_mmap(void *addr, size_t len, int prot, int flags, int fd, off
 	}
 	fixed_mask(a, a + len, true);
 	if (s.free) {
+		/* honoured, and recorded: the pages are the caller's until unmapped */
 		char buf[160];
 		fmtbuf_t b;
 		fmt_init(&b, buf, sizeof buf);
@@ -170,6 +171,7 @@ static void *fixed_mmap(void *addr, size_t len, int prot, int flags, int fd, off
 		fmt_hex(&b, a);
 		fmt_str(&b, " over free range pages: honoured, the pages are the caller's until unmapped");
 		log_verbose(buf);
+		region_count_collision(a, len, CONTIG_ROUTE_MMAP);
 	}
 	return p;
 }
@@ -185,8 +187,7 @@ void *mm_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 	}
 	if (!servable(len, prot, flags)) return outside_mmap(addr, len, prot, flags, fd, off);
 	size_t np = align_up(len, PAGE_SIZE) >> PAGE_SHIFT;
-	if (len > G.size) return fail(ENOMEM);
-	page_t *h = region_alloc(np, PK_MMAP, RUN_ZERO);
+	page_t *h = len <= G.size ? region_alloc(np, PK_MMAP, RUN_ZERO) : NULL;
 	if (!h) {
 		if (G.cfg.fallback_system) {
 			void *p = outside_mmap(NULL, len, prot, flags, fd, off);

@@ -41,6 +41,7 @@ static pthread_cond_t purge_cond = PTHREAD_COND_INITIALIZER;
 static int purger;                  /* 0 none, 1 starting or running */
 static int purger_idle;             /* the purger waits with no deadline */
 static contig_collision_fn coll_fn;
+static void notify_collisions(void);
 static void *coll_arg;
 
 void region_lock(void) { pthread_mutex_lock(&rlock); }
@@ -140,6 +141,7 @@ void region_count_collision(uintptr_t addr, size_t len, contig_route_t route)
 	region_lock();
 	collision_locked(addr, addr + len, route, NULL);
 	region_unlock();
+	notify_collisions();
 }
 
 static void notify_collisions(void)
@@ -201,6 +203,12 @@ static int foreign_cb(const maps_entry_t *m, void *arg)
 		return 0;
 	uintptr_t lo = m->lo < fs->lo ? fs->lo : m->lo;
 	uintptr_t hi = m->hi > fs->hi ? fs->hi : m->hi;
+	bool known = true;
+	for (uintptr_t a = align_down(lo, PAGE_SIZE); a < hi && known; a += PAGE_SIZE) {
+		uint8_t k = G.pages[(a - G.base) >> PAGE_SHIFT].kind;
+		known = k == PK_FOREIGN || k == PK_MMAP_FIXED;
+	}
+	if (known) return 0;                   /* found before: recorded once */
 	mark_foreign(lo, hi);
 	collision_locked(lo, hi, fs->route, m->line);
 	fs->found++;
@@ -465,6 +473,7 @@ static int grow(size_t n)
 }
 
 /* ---- runs ---- */
+static void open_pages(size_t a, size_t b);
 static size_t run_len(const page_t *h)
 {
 	return h->kind == PK_SMALL ? class_pages[h->cls] : h->npages;
@@ -535,6 +544,7 @@ page_t *region_alloc(size_t n, uint8_t kind, int flags)
 	}
 	R.committed += clean;
 	if (R.committed > R.committed_peak) R.committed_peak = R.committed;
+	open_pages(idx, idx + n);
 	h->kind = kind;
 	if (kind == PK_SMALL) {
 		uint64_t *bm = bitmap_get_locked();
@@ -701,6 +711,7 @@ int region_resize(page_t *h, size_t newn)
 	}
 	R.committed += clean;
 	if (R.committed > R.committed_peak) R.committed_peak = R.committed;
+	open_pages(nx, nx + need);
 	h->npages = (uint32_t)newn;
 	if (h->kind == PK_LARGE) R.large_bytes += need << PAGE_SHIFT;
 	ret = 0;
@@ -948,16 +959,29 @@ int region_classify(size_t i, page_t **head)
 }
 
 /* Our own anonymous mapping back over [addr, addr+len), as the range had it. */
+/* Our own anonymous mapping back over pages [a, b), as the range had it, except that pages
+ * below the frontier come back PROT_NONE: the caller unmapped them, so touching them must fault
+ * as it would with the kernel. They are made RW again when the heap hands them out (PF_NONE). */
 static void restore_ours(size_t a, size_t b)
 {
 	uintptr_t lo = page_addr(a);
 	size_t len = (b - a) << PAGE_SHIFT;
-	int prot = PROT_READ | PROT_WRITE;
-	if (a >= R.frontier) {
-		if (a >= R.reserved_end) { os_munmap((void *)lo, len); return; }   /* lazy part: unmapped */
-		prot = PROT_NONE;
+	if (a >= R.frontier && a >= R.reserved_end) { os_munmap((void *)lo, len); return; }  /* lazy part */
+	os_mmap((void *)lo, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+	if (a < R.frontier)
+		for (size_t i = a; i < b; i++) P(i)->flags |= PF_NONE;
+}
+
+/* Pages [a, b) are about to be handed out: make the PROT_NONE ones usable again. */
+static void open_pages(size_t a, size_t b)
+{
+	for (size_t i = a; i < b;) {
+		if (!(P(i)->flags & PF_NONE)) { i++; continue; }
+		size_t j = i;
+		while (j < b && (P(j)->flags & PF_NONE)) P(j++)->flags &= (uint8_t)~PF_NONE;
+		os_commit(page_addr(i), (j - i) << PAGE_SHIFT);
+		i = j;
 	}
-	os_mmap((void *)lo, len, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
 }
 
 /* Give pages [a, b) of served mapping h back to the heap: our mapping goes back over them, they
@@ -1016,7 +1040,7 @@ int region_fixed_take(size_t a, size_t b)
 		bin_remove(s);
 		for (size_t k = i; k < stop; k++) {
 			if (P(k)->flags & PF_DIRTY) { R.committed--; os_decommit(page_addr(k), PAGE_SIZE); }
-			P(k)->flags &= (uint8_t)~(PF_DIRTY | PF_RUNDIRTY);
+			P(k)->flags &= (uint8_t)~(PF_DIRTY | PF_RUNDIRTY | PF_NONE);
 			P(k)->kind = PK_MMAP_FIXED;
 			P(k)->npages = 0;
 		}

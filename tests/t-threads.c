@@ -21,9 +21,9 @@ typedef struct queue {
 	blk_t *head, *tail;
 } queue_t;
 
-enum { MAX_THREADS = 16, RING_OPS = 50000, WAVES = 8, WAVE_THREADS = 6, WAVE_BLOCKS = 3000 };
+enum { MAX_THREADS = 16, RING_OPS = 80000, WAVES = 8, WAVE_THREADS = 6, WAVE_BLOCKS = 3000 };
 
-static int nthreads = 6;
+static int nthreads = 8;
 static queue_t queues[MAX_THREADS];
 
 /* The pattern covers the first 512 bytes and the last 64: enough to catch overlap and reuse
@@ -126,20 +126,8 @@ static void *ring_thread(void *arg)
 				queue_push(out, b);
 			}
 		}
-		/* Blocks kept locally were counted as produced but will not arrive at the neighbour;
-		 * the neighbour counts them through the marker below instead. */
-		list = queue_take(in, produced >= RING_OPS);
-		while (list != NULL) {
-			blk_t *next = list->next;
-			if (list->size == 0) {      /* marker: the sender kept this many blocks */
-				consumed += list->seed;
-			} else {
-				blk_check(list, "ring consumer");
-				consumed++;
-			}
-			free(list);
-			list = next;
-		}
+		/* Blocks kept locally are freed by their own thread; the neighbour counts them through a
+		 * marker instead. Sent before waiting, or two threads could wait for each other. */
 		while (local != NULL) {
 			blk_t *next = local->next;
 			blk_t *marker;
@@ -152,6 +140,20 @@ static void *ring_thread(void *arg)
 			marker->size = 0;
 			marker->seed = 1;
 			queue_push(out, marker);
+		}
+		if (consumed >= RING_OPS)
+			continue;
+		list = queue_take(in, produced >= RING_OPS);
+		while (list != NULL) {
+			blk_t *next = list->next;
+			if (list->size == 0) {      /* marker: the sender kept this many blocks */
+				consumed += list->seed;
+			} else {
+				blk_check(list, "ring consumer");
+				consumed++;
+			}
+			free(list);
+			list = next;
 		}
 	}
 	return NULL;

@@ -56,10 +56,8 @@ void tu_init(void)
 	}
 }
 
-int tu_in_range(const void *p, size_t len)
+int tu_in_range(uintptr_t a, size_t len)
 {
-	uintptr_t a = (uintptr_t)p;
-
 	if (a < tu_base || a - tu_base >= tu_size)
 		return 0;
 	return len <= tu_size - (a - tu_base);

@@ -20,8 +20,9 @@ extern uintptr_t tu_size;       /* bytes in the expected range */
 int tu_parse_size(const char *s, uint64_t *out);
 /* Read CONTIG_BASE/CONTIG_SIZE (defaults 0xf800000000, 64G); exits 1 on a value it cannot parse. */
 void tu_init(void);
-/* Nonzero when [p, p+len) lies inside the range (len 0: p itself). */
-int tu_in_range(const void *p, size_t len);
+/* Nonzero when [addr, addr+len) lies inside the range (len 0: addr itself). An integer, not a
+ * pointer: GCC would otherwise warn that fresh (uninitialised) blocks are read. */
+int tu_in_range(uintptr_t addr, size_t len);
 /* Print "FAIL: file:line: message" on stderr and exit 1. */
 void tu_fail(const char *file, int line, const char *fmt, ...)
 	__attribute__((noreturn, format(printf, 3, 4)));
@@ -33,7 +34,7 @@ uint64_t tu_rand(uint64_t *state);
 
 #define CHECK(cond, ...) do { if (!(cond)) tu_fail(__FILE__, __LINE__, __VA_ARGS__); } while (0)
 #define CHECK_RANGE(p, len, what) \
-	CHECK(tu_in_range((p), (len)), "%s: %p (+%zu) is outside the range [%#lx, %#lx)", \
+	CHECK(tu_in_range((uintptr_t)(p), (len)), "%s: %p (+%zu) is outside the range [%#lx, %#lx)", \
 	      (what), (const void *)(p), (size_t)(len), (unsigned long)tu_base, \
 	      (unsigned long)(tu_base + tu_size))
 

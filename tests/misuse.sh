@@ -1,0 +1,63 @@
+#!/bin/sh
+# misuse.sh - double frees, interior and never-allocated frees, realloc of a freed block: each
+# must print "libcontig: free(): invalid pointer 0x…" (realloc(): for realloc) naming the pointer
+# and die of SIGABRT. Harmless look-alikes (free(NULL), foreign pointers) must not crash.
+. "${TESTS_SRCDIR:-$(dirname "$0")}/lib.sh"
+
+p=$(prog t-misuse)
+[ -x "$p" ] || fail "$p not built"
+failures=0
+
+bad() {
+	echo "FAIL: $*"
+	failures=$((failures + 1))
+}
+
+expect_abort() {   # CASE FUNC
+	run_preloaded "$p" "$1" >"$TMPD/out" 2>"$TMPD/err"
+	rc=$?
+	ptr=$(sed -n 's/^ptr //p' "$TMPD/out" | head -1)
+	msg=$(grep "invalid pointer" "$TMPD/err" | head -1)
+	if [ $rc -ne 134 ]; then
+		bad "$1: exit status $rc, expected death by SIGABRT (134); stderr: $(head -3 "$TMPD/err")"
+		return
+	fi
+	case $msg in
+	"libcontig: $2(): invalid pointer 0x"*) ;;
+	*) bad "$1: stderr lacks 'libcontig: $2(): invalid pointer 0x…'; it has: $(head -3 "$TMPD/err")"
+	   return ;;
+	esac
+	shown=${msg#"libcontig: $2(): invalid pointer "}
+	shown=${shown%%[!0-9a-fA-Fx]*}
+	if [ -n "$ptr" ] && [ $((shown)) -ne $((ptr)) ]; then
+		bad "$1: the message names $shown, the pointer was $ptr"
+		return
+	fi
+	echo "ok: $1 aborted: $msg"
+}
+
+expect_survive() {   # CASE
+	run_preloaded "$p" "$1" >"$TMPD/out" 2>"$TMPD/err"
+	rc=$?
+	if [ $rc -ne 0 ]; then
+		bad "$1: exit status $rc, expected 0; stderr: $(head -3 "$TMPD/err")"
+		return
+	fi
+	if grep -q "invalid pointer" "$TMPD/err"; then
+		bad "$1: survived but reported an invalid pointer: $(head -3 "$TMPD/err")"
+		return
+	fi
+	echo "ok: $1 survived"
+}
+
+for c in double-free-small double-free-medium double-free-large double-free-aligned \
+         interior-small interior-large interior-misaligned never-handed-out; do
+	expect_abort $c free
+done
+for c in realloc-freed realloc-freed-large; do
+	expect_abort $c realloc
+done
+for c in free-null free-foreign-mmap free-static realloc-foreign; do
+	expect_survive $c
+done
+[ $failures -eq 0 ] || fail "$failures misuse case(s) wrong"

@@ -1,0 +1,30 @@
+#!/bin/sh
+# collide-maps.sh - SPEC "Collisions", raw system calls: in CONTIG_MODE=reserve the program
+# replaces reserved, not yet used pages at base + 256 MiB with a raw mmap(MAP_FIXED), fills them,
+# then allocates 320 MiB past them: the pattern survives, no block overlaps them, the collision
+# is reported with route maps (API, JSON, verbose) and CONTIG_ON_COLLISION=abort aborts.
+# CONTIG_CHECK_MAPS=0 turns the /proc/self/maps check off: then the program must run (exit 0) and
+# the collision must go unnoticed (blocks land on the foreign pages), which shows that this
+# check, and nothing else, is what finds such a mapping.
+. "${TESTS_SRCDIR:-$(dirname "$0")/..}/safety/common.sh"
+
+t=$(prog t-collide)
+
+run CONTIG_MODE=reserve CONTIG_VERBOSE=1 CONTIG_STATS=json CONTIG_STATS_FILE="$TMPD/stats.json" "$t" maps
+if expect_rc "CONTIG_MODE=reserve t-collide maps" 0; then
+	cat "$TMPD/out"
+	grep -q '^libcontig: collision: foreign mapping 0xf810000000-0xf810100000 inside the range, found in /proc/self/maps before using reserved pages; /proc/self/maps: f810000000-f810100000 rw-p .*; skipped$' "$TMPD/err" ||
+		{ bad "CONTIG_VERBOSE=1: no collision line for the foreign mapping, route maps"; show; }
+	json_check "$TMPD/stats.json" '"maps" in routes' \
+		'any(int(c["addr"], 16) <= 0xf810000000 < int(c["addr"], 16) + c["len"] and c["route"] == "maps" for c in j["collisions"])' ||
+		bad "CONTIG_STATS=json does not list the collision at 0xf810000000 with route maps"
+fi
+
+run CONTIG_MODE=reserve CONTIG_ON_COLLISION=abort "$t" maps
+expect_rc "CONTIG_ON_COLLISION=abort" 134
+grep -q '^libcontig: collision: foreign mapping 0xf810000000-0xf810100000 inside the range, found in /proc/self/maps .*; /proc/self/maps: f810000000-f810100000 .*CONTIG_ON_COLLISION=abort$' "$TMPD/err" ||
+	{ bad "CONTIG_ON_COLLISION=abort: no diagnostic with the maps line"; show; }
+
+run CONTIG_MODE=reserve CONTIG_CHECK_MAPS=0 "$t" maps --no-detect
+expect_rc "CONTIG_CHECK_MAPS=0: the collision should go unnoticed" 0 && cat "$TMPD/out"
+finish

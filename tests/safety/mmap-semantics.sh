@@ -1,0 +1,21 @@
+#!/bin/sh
+# mmap-semantics.sh - issue 3, anonymous mmap from the range (t-mmap semantics): served mappings
+# are in range, page aligned, zero filled (also reused), with the asked protection (a write to a
+# PROT_READ mapping kills a child with SIGSEGV); munmap whole, prefix, suffix and middle leave
+# the unmapped part faulting; mprotect; mremap grows in place, shrinks and moves keeping the
+# contents; MAP_SHARED, file and PROT_NONE mappings are outside the range; MAP_POPULATE makes the
+# pages resident; mmap64. In each mode; with CONTIG_MMAP=0 the mappings must be outside the range
+# (the same program then fails its range checks, which this test expects).
+. "${TESTS_SRCDIR:-$(dirname "$0")/..}/safety/common.sh"
+
+t=$(prog t-mmap)
+for mode in auto lazy reserve; do
+	run CONTIG_MODE=$mode "$t" semantics
+	expect_rc "CONTIG_MODE=$mode t-mmap semantics" 0 && cat "$TMPD/out"
+done
+run CONTIG_MMAP=0 "$t" semantics
+if [ $rc -eq 0 ] || ! grep -q 'not in the range' "$TMPD/err"; then
+	bad "CONTIG_MMAP=0: anonymous mappings still served from the range (status $rc)"
+	show
+fi
+finish

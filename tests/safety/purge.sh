@@ -1,0 +1,26 @@
+#!/bin/sh
+# purge.sh - SPEC "Memory limit and purging": 512 MiB touched in 64 KiB blocks and freed goes back
+# to the OS (RSS from /proc/self/statm within 32 MiB of the start) within CONTIG_PURGE_MS with no
+# further call (default 100 ms and 50 ms; sleep 3x), at once with CONTIG_PURGE_MS=0, and at once
+# on malloc_trim(0) and contig_purge() while CONTIG_PURGE_MS=60000 keeps the purger away (t-purge
+# checks the memory is still resident before the call). The JSON counts the purged bytes.
+. "${TESTS_SRCDIR:-$(dirname "$0")/..}/safety/common.sh"
+
+t=$(prog t-purge)
+run CONTIG_STATS=json CONTIG_STATS_FILE="$TMPD/stats.json" "$t" delay
+if expect_rc "default CONTIG_PURGE_MS, t-purge delay" 0; then
+	cat "$TMPD/out"
+	json_check "$TMPD/stats.json" 'j["purged_bytes"] >= 480 << 20' || bad "the JSON does not count the purged bytes"
+fi
+run CONTIG_PURGE_MS=50 "$t" delay
+expect_rc "CONTIG_PURGE_MS=50 t-purge delay" 0 && cat "$TMPD/out"
+run CONTIG_PURGE_MS=0 "$t" zero
+expect_rc "CONTIG_PURGE_MS=0 t-purge zero" 0 && cat "$TMPD/out"
+run CONTIG_PURGE_MS=60000 "$t" trim
+expect_rc "CONTIG_PURGE_MS=60000 t-purge trim" 0 && cat "$TMPD/out"
+run CONTIG_PURGE_MS=60000 "$t" purge
+expect_rc "CONTIG_PURGE_MS=60000 t-purge purge" 0 && cat "$TMPD/out"
+# The rule can fail: with a 60 s delay and no call, memory stays resident.
+run CONTIG_PURGE_MS=60000 "$t" zero
+[ $rc -ne 0 ] || bad "with CONTIG_PURGE_MS=60000 the memory came back at once: the delay is not honoured"
+finish

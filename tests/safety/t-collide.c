@@ -1,0 +1,109 @@
+/* t-collide.c MODE - a foreign mapping placed in the range by a raw system call, behind the
+ * library's back, then about 256 MiB allocated past it in blocks of many sizes. The foreign
+ * pages must keep their pattern, no block may overlap them, and contig_get_stats (found with
+ * dlsym, so the program also runs without the library) must list a collision over them.
+ *   grow: CONTIG_MODE=lazy; mmap(MAP_FIXED_NOREPLACE) at base + 64 MiB, 1 MiB (route grow)
+ *   maps: CONTIG_MODE=reserve; mmap(MAP_FIXED) over reserved pages at base + 256 MiB (route maps)
+ * Exit 0 when all holds, 1 with a FAIL line otherwise, 77 when the kernel lacks
+ * MAP_FIXED_NOREPLACE. With "--no-detect" (CONTIG_CHECK_MAPS=0) it exits 0 only when the
+ * collision went unnoticed, to show that the check is what finds it. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "contig.h"
+#include "testutil.h"
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+#define NBLK 4096
+#define FOREIGN_LEN ((size_t)1 << 20)
+
+int main(int argc, char **argv)
+{
+	static void *blk[NBLK];
+	static size_t len[NBLK];
+	const char *mode = argc > 1 ? argv[1] : "grow";
+	int no_detect = argc > 2 && strcmp(argv[2], "--no-detect") == 0;
+	int grow = strcmp(mode, "grow") == 0;
+	uintptr_t fa;
+	size_t total = 0, overlaps = 0;
+	uint64_t rng = 7;
+	int n = 0, want_route = grow ? CONTIG_ROUTE_GROW : CONTIG_ROUTE_MAPS;
+	long r;
+
+	tu_init();
+	fa = tu_base + (grow ? (64u << 20) : (256u << 20));
+	if (grow)
+		r = syscall(SYS_mmap, fa, FOREIGN_LEN, PROT_READ | PROT_WRITE,
+		            MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	else
+		r = syscall(SYS_mmap, fa, FOREIGN_LEN, PROT_READ | PROT_WRITE,
+		            MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	if (r == -1) {
+		perror("t-collide: raw mmap");
+		return 1;
+	}
+	if ((uintptr_t)r != fa) {
+		printf("t-collide: the kernel treats MAP_FIXED_NOREPLACE as a hint (%#lx): skipped\n", (unsigned long)r);
+		return 77;
+	}
+	tu_fill((void *)fa, FOREIGN_LEN, 0xf0e1);
+
+	/* Keep everything live so that the heap has to grow past the foreign pages. */
+	while (total < ((size_t)256 << 20) + (grow ? 0 : ((size_t)64 << 20)) && n < NBLK) {
+		uint64_t x = tu_rand(&rng);
+		switch (x % 6) {
+		case 0: len[n] = ((size_t)512 << 10) + x % ((size_t)2 << 20); break;
+		case 1: len[n] = ((size_t)64 << 10) + x % ((size_t)64 << 10); break;
+		case 2: len[n] = (size_t)200 << 10; break;
+		default: len[n] = 16 + x % 30000; break;
+		}
+		blk[n] = malloc(len[n]);
+		CHECK(blk[n] != NULL, "malloc(%zu) failed after %zu bytes", len[n], total);
+		if ((uintptr_t)blk[n] < fa + FOREIGN_LEN && (uintptr_t)blk[n] + len[n] > fa) {
+			if (!no_detect)
+				tu_fail(__FILE__, __LINE__, "block %p+%zu overlaps the foreign mapping %#lx-%#lx",
+				        blk[n], len[n], (unsigned long)fa, (unsigned long)(fa + FOREIGN_LEN));
+			overlaps++;
+		} else
+			tu_fill(blk[n], len[n], (uint64_t)n);
+		CHECK_RANGE(blk[n], len[n], "block");
+		total += len[n++];
+	}
+	CHECK((uintptr_t)blk[n - 1] > fa || no_detect, "the heap did not grow past the foreign mapping (last block %p)", blk[n - 1]);
+	if (!no_detect) {
+		CHECK(tu_verify((void *)fa, FOREIGN_LEN, 0xf0e1) < 0, "the foreign mapping lost its pattern");
+		for (int i = 0; i < n; i++)
+			CHECK(tu_verify(blk[i], len[i], (uint64_t)i) < 0, "block %d lost its contents", i);
+	}
+
+	int (*get)(contig_stats_t *) = (int (*)(contig_stats_t *))dlsym(RTLD_DEFAULT, "contig_get_stats");
+	CHECK(get != NULL, "contig_get_stats not found: is the library preloaded?");
+	contig_stats_t st;
+	memset(&st, 0, sizeof st);
+	st.size = sizeof st;
+	CHECK(get(&st) == 0, "contig_get_stats failed");
+	int found = 0;
+	for (size_t i = 0; i < st.collisions && i < CONTIG_STATS_COLLISIONS; i++) {
+		const contig_collision_t *c = &st.collision[i];
+		printf("t-collide: collision %#lx+%zu route %d\n", (unsigned long)c->addr, c->len, (int)c->route);
+		if ((int)c->route == want_route && c->addr < fa + FOREIGN_LEN && c->addr + c->len > fa)
+			found = 1;
+	}
+	if (no_detect) {
+		CHECK(!found, "CONTIG_CHECK_MAPS=0 but the collision was still found");
+		printf("t-collide: %s: undetected, as expected with the check off (%zu overlapping blocks)\n", mode, overlaps);
+		return 0;
+	}
+	CHECK(found, "no collision with route %s over %#lx-%#lx in the statistics (%zu collisions)",
+	      mode, (unsigned long)fa, (unsigned long)(fa + FOREIGN_LEN), st.collisions);
+	printf("t-collide: %s: %d blocks, %zu MiB, last at %p, foreign %#lx-%#lx intact\n", mode, n,
+	       total >> 20, blk[n - 1], (unsigned long)fa, (unsigned long)(fa + FOREIGN_LEN));
+	return 0;
+}

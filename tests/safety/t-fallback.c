@@ -1,0 +1,94 @@
+/* t-fallback.c system|none - run with a tiny range (CONTIG_SIZE=8M): allocate 64 MiB in 1 MiB
+ * blocks, some small blocks once the range is full, and a 16 MiB anonymous mmap.
+ *   system: everything succeeds, some blocks lie outside the range, all keep their contents,
+ *           the statistics count fallback bytes; free works on both kinds.
+ *   none:   allocations fail with NULL/ENOMEM (mmap with MAP_FAILED/ENOMEM) once the range is
+ *           full, nothing lands outside it, and the program carries on: freeing makes room. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include "contig.h"
+#include "testutil.h"
+
+#define NBIG 64
+#define NSMALL 4000
+
+int main(int argc, char **argv)
+{
+	static void *big[NBIG], *small[NSMALL];
+	int sys = argc > 1 && strcmp(argv[1], "system") == 0;
+	int in = 0, out = 0, failed = 0, sfail = 0, sout = 0;
+	int (*get)(contig_stats_t *) = (int (*)(contig_stats_t *))dlsym(RTLD_DEFAULT, "contig_get_stats");
+	contig_stats_t st;
+
+	tu_init();
+	CHECK(get != NULL, "contig_get_stats not found: is the library preloaded?");
+	for (int i = 0; i < NBIG; i++) {
+		errno = 0;
+		big[i] = malloc((size_t)1 << 20);
+		if (!big[i]) {
+			CHECK(errno == ENOMEM, "malloc failed with errno %d, not ENOMEM", errno);
+			failed++;
+			continue;
+		}
+		if (tu_in_range((uintptr_t)big[i], (size_t)1 << 20))
+			in++;
+		else
+			out++;
+		tu_fill(big[i], (size_t)1 << 20, (uint64_t)i);
+	}
+	for (int i = 0; i < NSMALL; i++) {
+		errno = 0;
+		small[i] = malloc(1000);
+		if (!small[i]) {
+			CHECK(errno == ENOMEM, "malloc(1000) failed with errno %d", errno);
+			sfail++;
+			continue;
+		}
+		sout += !tu_in_range((uintptr_t)small[i], 1000);
+		memset(small[i], 7, 1000);
+	}
+	errno = 0;
+	char *m = mmap(NULL, (size_t)16 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int merr = errno;
+	memset(&st, 0, sizeof st);
+	st.size = sizeof st;
+	CHECK(get(&st) == 0, "contig_get_stats failed");
+	printf("t-fallback %s: 1 MiB blocks: %d in the range, %d outside, %d refused; small: %d refused, %d outside; "
+	       "mmap 16 MiB: %s; fallback bytes %zu\n", sys ? "system" : "none", in, out, failed, sfail, sout,
+	       m == MAP_FAILED ? strerror(merr) : (tu_in_range((uintptr_t)m, 1) ? "in the range" : "outside"),
+	       st.fallback_bytes);
+	CHECK(in > 0, "no block was served from the range at all");
+	if (sys) {
+		CHECK(failed == 0 && sfail == 0, "CONTIG_FALLBACK=system: allocations failed");
+		CHECK(out > 0, "CONTIG_FALLBACK=system: no block outside the 8 MiB range, yet 64 MiB were allocated");
+		CHECK(m != MAP_FAILED, "CONTIG_FALLBACK=system: mmap(16 MiB) failed: %s", strerror(merr));
+		memset(m, 1, (size_t)16 << 20);
+		CHECK(st.fallback_bytes >= (size_t)out << 20, "fallback bytes %zu < %d MiB served outside",
+		      st.fallback_bytes, out);
+	} else {
+		CHECK(out == 0 && sout == 0, "CONTIG_FALLBACK=none: %d blocks outside the range", out + sout);
+		CHECK(failed > 0, "CONTIG_FALLBACK=none: 64 MiB fit in an 8 MiB range?");
+		CHECK(m == MAP_FAILED && merr == ENOMEM, "CONTIG_FALLBACK=none: mmap(16 MiB) gave %p, errno %d (want ENOMEM)",
+		      (void *)m, merr);
+		CHECK(st.fallback_bytes == 0, "CONTIG_FALLBACK=none: fallback bytes %zu", st.fallback_bytes);
+	}
+	if (m != MAP_FAILED)
+		munmap(m, (size_t)16 << 20);
+	for (int i = 0; i < NBIG; i++) {
+		if (!big[i])
+			continue;
+		CHECK(tu_verify(big[i], (size_t)1 << 20, (uint64_t)i) < 0, "block %d lost its contents", i);
+		free(big[i]);
+	}
+	for (int i = 0; i < NSMALL; i++)
+		free(small[i]);
+	/* room again */
+	void *again = malloc((size_t)4 << 20);
+	CHECK(again != NULL && tu_in_range((uintptr_t)again, (size_t)4 << 20), "after freeing, malloc(4 MiB) is %p", again);
+	free(again);
+	return 0;
+}

@@ -1,0 +1,87 @@
+/* t-limit.c LIMIT_MIB - run with CONTIG_LIMIT: 1 MiB blocks, touched, until malloc fails. The
+ * failure must come near the limit (not before three quarters of it, not past it plus a few
+ * MiB), as NULL with ENOMEM, for malloc, calloc, realloc growth and anonymous mmap alike; the
+ * program keeps running, freeing half makes room again, and the statistics count limit hits.
+ * With LIMIT_MIB 0 ("touch until failure" mode for the cgroup test) it allocates until the first
+ * failure, up to 8 GiB, then frees and exits 0: a NULL is what it hopes for, not the OOM killer. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include "contig.h"
+#include "testutil.h"
+
+#define MIB ((size_t)1 << 20)
+#define MAXB 8192
+
+int main(int argc, char **argv)
+{
+	static char *blk[MAXB];
+	size_t lim = argc > 1 ? (size_t)atol(argv[1]) : 64;
+	int n = 0;
+
+	tu_init();
+	for (; n < MAXB; n++) {
+		errno = 0;
+		blk[n] = malloc(MIB);
+		if (!blk[n])
+			break;
+		memset(blk[n], n & 0xff, MIB);
+	}
+	int err = errno;
+	printf("t-limit: %d MiB allocated and touched before malloc failed (%s)\n", n,
+	       n < MAXB ? strerror(err) : "it never did");
+	fflush(stdout);
+	CHECK(n < MAXB, "malloc never failed after %d MiB", n);
+	CHECK(err == ENOMEM, "malloc failed with errno %d, not ENOMEM", err);
+	if (lim == 0) {                 /* the cgroup case: reaching here is the point */
+		for (int i = 0; i < n; i++)
+			free(blk[i]);
+		return 0;
+	}
+	CHECK((size_t)n >= lim * 3 / 4 && (size_t)n <= lim, "malloc failed after %d MiB with a %zu MiB limit", n, lim);
+	errno = 0;
+	CHECK(malloc(MIB) == NULL && errno == ENOMEM, "a second malloc at the limit did not fail with ENOMEM");
+	errno = 0;
+	CHECK(calloc(1, 8 * MIB) == NULL && errno == ENOMEM, "calloc at the limit did not fail with ENOMEM");
+	errno = 0;
+	void *m = mmap(NULL, 8 * MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(m == MAP_FAILED && errno == ENOMEM, "mmap at the limit: %p, errno %d (want MAP_FAILED, ENOMEM)", m, errno);
+	errno = 0;
+	void *r = realloc(blk[0], 16 * MIB);
+	CHECK(r == NULL && errno == ENOMEM, "realloc growth at the limit: %p errno %d", r, errno);
+	CHECK(blk[0][MIB - 1] == 0, "a failed realloc lost the block");
+
+	/* freeing makes room again */
+	for (int i = 0; i < n; i += 2) {
+		free(blk[i]);
+		blk[i] = NULL;
+	}
+	void *again = malloc(8 * MIB);
+	CHECK(again != NULL, "after freeing half, malloc(8 MiB) still fails (errno %d)", errno);
+	memset(again, 1, 8 * MIB);
+	free(again);
+	m = mmap(NULL, 4 * MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(m != MAP_FAILED, "after freeing half, mmap(4 MiB) still fails");
+	munmap(m, 4 * MIB);
+	for (int i = 0; i < n; i++) {
+		if (blk[i]) {
+			CHECK(blk[i][12345] == (char)(i & 0xff), "block %d lost its contents", i);
+			free(blk[i]);
+		}
+	}
+
+	int (*get)(contig_stats_t *) = (int (*)(contig_stats_t *))dlsym(RTLD_DEFAULT, "contig_get_stats");
+	CHECK(get != NULL, "contig_get_stats not found: is the library preloaded?");
+	contig_stats_t st;
+	memset(&st, 0, sizeof st);
+	st.size = sizeof st;
+	CHECK(get(&st) == 0, "contig_get_stats failed");
+	printf("t-limit: limit %zu, hits %zu, committed peak %zu\n", st.limit, st.limit_hits, st.committed_peak);
+	CHECK(st.limit == lim * MIB, "the statistics give the limit as %zu, not %zu MiB", st.limit, lim);
+	CHECK(st.limit_hits >= 4, "limit_hits %zu after at least 4 refusals", st.limit_hits);
+	CHECK(st.committed_peak <= lim * MIB, "committed peak %zu over the limit", st.committed_peak);
+	return 0;
+}

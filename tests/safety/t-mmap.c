@@ -1,0 +1,339 @@
+/* t-mmap.c PART - the mapping calls under the library.
+ *   calls: interposed calls that would touch the heap are refused (MAP_FIXED over live blocks:
+ *          ENOMEM, MAP_FIXED_NOREPLACE: EEXIST, munmap/mprotect/madvise of heap pages the
+ *          caller does not own: -1) and the blocks keep their contents; a hint inside the range
+ *          for a file or shared mapping is moved out; MAP_FIXED over free range pages is
+ *          honoured and no block lands there until it is unmapped; the collisions are counted.
+ *   semantics: private anonymous mappings served from the range behave as the kernel's: in
+ *          range, page aligned, zero filled (also when reused), protection honoured, munmap
+ *          whole/prefix/suffix/middle, mprotect, mremap grow in place/shrink/move, MAP_SHARED and
+ *          file mappings outside the range, MAP_POPULATE, mmap64.
+ * Faults are checked in a forked child, which must die by SIGSEGV. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "contig.h"
+#include "testutil.h"
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+#define PG 4096u
+
+static int soft_failures;
+/* A failed rule is reported and counted; the run goes on to check the others. */
+#define SOFT(cond, ...) do { if (!(cond)) { fprintf(stderr, "FAIL: %s:%d: ", __FILE__, __LINE__); \
+	fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); soft_failures++; } } while (0)
+
+static int in(const void *p, size_t len) { return tu_in_range((uintptr_t)p, len); }
+
+/* 1 when touching p (a write if write, else a read) in a child kills it with SIGSEGV. */
+static int faults(volatile char *p, int write)
+{
+	pid_t pid = fork();
+	int st;
+	CHECK(pid >= 0, "fork failed");
+	if (pid == 0) {
+		if (write)
+			*p = 1;
+		else
+			(void)*p;
+		_exit(0);
+	}
+	CHECK(waitpid(pid, &st, 0) == pid, "waitpid failed");
+	return WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV;
+}
+
+static int all_zero(const void *p, size_t len)
+{
+	const unsigned char *c = p;
+	for (size_t i = 0; i < len; i++)
+		if (c[i])
+			return 0;
+	return 1;
+}
+
+static size_t collisions_now(void)
+{
+	int (*get)(contig_stats_t *) = (int (*)(contig_stats_t *))dlsym(RTLD_DEFAULT, "contig_get_stats");
+	contig_stats_t st;
+	CHECK(get != NULL, "contig_get_stats not found: is the library preloaded?");
+	memset(&st, 0, sizeof st);
+	st.size = sizeof st;
+	CHECK(get(&st) == 0, "contig_get_stats failed");
+	return st.collisions;
+}
+
+static void *anon(size_t len, int prot)
+{
+	void *p = mmap(NULL, len, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(p != MAP_FAILED, "mmap(%zu) failed: %s", len, strerror(errno));
+	return p;
+}
+
+static void calls(void)
+{
+	size_t c0 = collisions_now();
+	void *r;
+
+	/* A large block: whole pages of it. */
+	size_t blen = (size_t)512 << 10;
+	char *big = malloc(blen);
+	CHECK(big && in(big, blen), "malloc(%zu) = %p, not in the range", blen, (void *)big);
+	tu_fill(big, blen, 1);
+	char *bp = (char *)(((uintptr_t)big + PG - 1) & ~(uintptr_t)(PG - 1)) + 16 * PG;
+	errno = 0;
+	r = mmap(bp, 64 << 10, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	CHECK(r == MAP_FAILED && errno == ENOMEM, "mmap(MAP_FIXED) over a live block: %p, errno %d (want ENOMEM)", r, errno);
+	errno = 0;
+	r = mmap(bp, 64 << 10, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	CHECK(r == MAP_FAILED && errno == EEXIST, "mmap(MAP_FIXED_NOREPLACE) over a live block: %p, errno %d (want EEXIST)", r, errno);
+	CHECK(tu_verify(big, blen, 1) < 0, "the block lost its contents to a fixed mapping");
+
+	/* Small blocks share pages with others: the caller owns none of those pages. */
+	char *small[64];
+	for (int i = 0; i < 64; i++) {
+		small[i] = malloc(200);
+		CHECK(small[i] && in(small[i], 200), "malloc(200) not in the range");
+		tu_fill(small[i], 200, 100 + (uint64_t)i);
+	}
+	char *sp = (char *)((uintptr_t)small[32] & ~(uintptr_t)(PG - 1));
+	errno = 0;
+	r = mmap(sp, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	CHECK(r == MAP_FAILED && errno == ENOMEM, "mmap(MAP_FIXED) over small blocks: %p, errno %d", r, errno);
+	CHECK(munmap(sp, PG) == -1, "munmap of heap pages the caller does not own succeeded");
+	CHECK(mprotect(sp, PG, PROT_NONE) == -1, "mprotect(PROT_NONE) of heap pages the caller does not own succeeded");
+	CHECK(munmap(big, blen) == -1, "munmap of a malloc'd block succeeded");
+	CHECK(madvise(sp, PG, MADV_DONTNEED) == -1, "madvise(MADV_DONTNEED) of heap pages the caller does not own succeeded");
+	errno = 0;
+	r = mremap(big, blen, blen * 2, MREMAP_MAYMOVE);
+	CHECK(r == MAP_FAILED, "mremap of a malloc'd block succeeded (%p)", r);
+	for (int i = 0; i < 64; i++) {
+		CHECK(tu_verify(small[i], 200, 100 + (uint64_t)i) < 0, "small block %d lost its contents", i);
+		memset(small[i], 0x5a, 200);            /* still writable: would fault after PROT_NONE */
+	}
+	CHECK(tu_verify(big, blen, 1) < 0, "the large block lost its contents");
+	memset(big, 1, blen);
+	/* the heap keeps working */
+	for (int i = 0; i < 1000; i++) {
+		void *q = malloc(16 + (size_t)i * 37);
+		CHECK(q && in(q, 16), "malloc after the refused calls failed");
+		memset(q, 3, 16 + (size_t)i * 37);
+		free(q);
+	}
+	CHECK(collisions_now() > c0, "the refused calls were not counted as collisions (%zu)", collisions_now());
+
+	/* A hint inside the range for a file mapping, or a shared one, is moved out of the range. */
+	char path[] = "/tmp/t-mmap.XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0 && ftruncate(fd, 65536) == 0, "cannot make a temporary file");
+	unlink(path);
+	void *hint = (char *)tu_base + ((size_t)8 << 30);
+	r = mmap(hint, 65536, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	CHECK(r != MAP_FAILED && !in(r, 1), "file mapping with a hint in the range: %p", r);
+	munmap(r, 65536);
+	r = mmap(hint, 65536, PROT_READ, MAP_PRIVATE, fd, 0);
+	CHECK(r != MAP_FAILED && !in(r, 1), "private file mapping with a hint in the range: %p", r);
+	munmap(r, 65536);
+	r = mmap(hint, 65536, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	CHECK(r != MAP_FAILED && !in(r, 1), "shared anonymous mapping with a hint in the range: %p", r);
+	munmap(r, 65536);
+	close(fd);
+
+	/* MAP_FIXED over free range pages: honoured; no block there until unmapped. */
+	size_t flen = (size_t)4 << 20;
+	char *hole = malloc(flen);
+	CHECK(hole && in(hole, flen), "malloc(4 MiB) failed");
+	free(hole);
+	char *fx = (char *)(((uintptr_t)hole + 65535) & ~(uintptr_t)65535);
+	size_t fxlen = (size_t)1 << 20;
+	size_t c_fixed = collisions_now();
+	r = mmap(fx, fxlen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	CHECK(r == fx, "mmap(MAP_FIXED) over free range pages: %p, errno %d (want %p)", r, errno, (void *)fx);
+	CHECK(all_zero(fx, fxlen), "a fresh fixed mapping is not zero filled");
+	tu_fill(fx, fxlen, 77);
+	static void *keep[4000];
+	for (int i = 0; i < 4000; i++) {
+		size_t l = (i % 10 == 0) ? (size_t)300 << 10 : 64 + (size_t)(i * 131) % 20000;
+		keep[i] = malloc(l);
+		CHECK(keep[i] != NULL, "malloc(%zu) failed", l);
+		CHECK((char *)keep[i] + l <= fx || (char *)keep[i] >= fx + fxlen,
+		      "block %p+%zu lies in the caller's fixed mapping %p+%zu", keep[i], l, (void *)fx, fxlen);
+		memset(keep[i], 9, l);
+	}
+	CHECK(tu_verify(fx, fxlen, 77) < 0, "the caller's fixed mapping lost its contents");
+	/* SPEC: a fixed mapping over free range pages "is honoured: those pages become the
+	 * caller's, and it is recorded" */
+	SOFT(collisions_now() > c_fixed, "mmap(MAP_FIXED) over free range pages was not recorded as a collision");
+	CHECK(munmap(fx, fxlen) == 0, "munmap of the caller's fixed mapping failed");
+	for (int i = 0; i < 4000; i++)
+		free(keep[i]);
+	void *again = malloc(flen);
+	CHECK(again && in(again, flen), "malloc(4 MiB) after the fixed mapping was unmapped failed");
+	memset(again, 1, flen);
+	free(again);
+
+	/* MREMAP_FIXED into the range is refused. */
+	char *m = anon(PG, PROT_READ | PROT_WRITE);
+	r = mremap(m, PG, PG, MREMAP_MAYMOVE | MREMAP_FIXED, (char *)tu_base + ((size_t)16 << 30));
+	CHECK(r == MAP_FAILED, "mremap(MREMAP_FIXED) into the range succeeded (%p)", r);
+	munmap(m, PG);
+	free(big);
+	for (int i = 0; i < 64; i++)
+		free(small[i]);
+	printf("t-mmap calls: refused over the heap, honoured over free pages, %zu collisions counted\n",
+	       collisions_now() - c0);
+}
+
+static void semantics(void)
+{
+	/* in range, aligned, zero filled, writable */
+	size_t len = 100000;
+	char *p = anon(len, PROT_READ | PROT_WRITE);
+	CHECK(in(p, len), "mmap = %p is not in the range", (void *)p);
+	CHECK(((uintptr_t)p & (PG - 1)) == 0, "mmap = %p is not page aligned", (void *)p);
+	CHECK(all_zero(p, len), "a fresh mapping is not zero filled");
+	tu_fill(p, len, 5);
+	CHECK(munmap(p, len) == 0, "munmap failed");
+	/* reuse: the same pages come back zeroed */
+	for (int i = 0; i < 20; i++) {
+		char *q = anon(len, PROT_READ | PROT_WRITE);
+		CHECK(in(q, len) && all_zero(q, len), "a reused mapping %p is not zero filled", (void *)q);
+		tu_fill(q, len, 6);
+		CHECK(munmap(q, len) == 0, "munmap failed");
+	}
+	/* whole munmap: the pages are gone */
+	p = anon(3 * 65536, PROT_READ | PROT_WRITE);
+	memset(p, 1, 3 * 65536);
+	CHECK(munmap(p, 3 * 65536) == 0, "munmap failed");
+	SOFT(faults(p + 65536, 0), "reading a wholly unmapped mapping did not fault");
+
+	/* the requested protection */
+	char *ro = anon(65536, PROT_READ);
+	CHECK(in(ro, 65536) && all_zero(ro, 65536), "PROT_READ mapping %p not in range or not zero", (void *)ro);
+	SOFT(faults(ro + 100, 1), "writing a PROT_READ mapping did not fault");
+	SOFT(!faults(ro + 100, 0), "reading a PROT_READ mapping faulted");
+	CHECK(mprotect(ro, 65536, PROT_READ | PROT_WRITE) == 0, "mprotect(RW) of my mapping failed");
+	ro[100] = 1;
+	CHECK(mprotect(ro, PG, PROT_NONE) == 0, "mprotect(PROT_NONE) of my mapping failed");
+	SOFT(faults(ro, 0), "reading a PROT_NONE page did not fault");
+	SOFT(!faults(ro + PG, 1), "writing the next page faulted");
+	CHECK(munmap(ro, 65536) == 0, "munmap failed");
+
+	/* partial munmap: prefix, suffix, middle, inside one 64 KiB page and across pages */
+	size_t ml = (size_t)1 << 20;
+	char *m = anon(ml, PROT_READ | PROT_WRITE);
+	tu_fill(m, ml, 8);
+	CHECK(munmap(m, 2 * PG) == 0, "munmap prefix failed");
+	SOFT(faults(m, 0) && faults(m + PG, 1), "the unmapped prefix is still accessible");
+	CHECK(munmap(m + ml - 3 * PG, 3 * PG) == 0, "munmap suffix failed");
+	SOFT(faults(m + ml - PG, 0), "the unmapped suffix is still accessible");
+	CHECK(munmap(m + 300 * 1024, 5 * PG) == 0, "munmap middle failed");
+	SOFT(faults(m + 300 * 1024 + 2 * PG, 0), "the unmapped middle is still accessible");
+	/* what is left keeps its contents (checked against a fresh fill of the same seed) */
+	{
+		char *ref = malloc(ml);
+		CHECK(ref != NULL, "malloc failed");
+		tu_fill(ref, ml, 8);
+		CHECK(memcmp(m + 2 * PG, ref + 2 * PG, 300 * 1024 - 2 * PG) == 0, "the mapping before the hole changed");
+		CHECK(memcmp(m + 300 * 1024 + 5 * PG, ref + 300 * 1024 + 5 * PG, ml - 300 * 1024 - 8 * PG) == 0,
+		      "the mapping after the hole changed");
+		free(ref);
+	}
+	CHECK(munmap(m + 128 * 1024, 64 * 1024) == 0, "munmap of a whole 64 KiB page in the middle failed");
+	SOFT(faults(m + 128 * 1024 + 100, 0), "an unmapped whole page in the middle is still accessible");
+	CHECK(munmap(m, ml) == 0, "munmap of the rest failed");
+	SOFT(faults(m + ml / 2 + 100, 0), "the rest is still accessible after munmap");
+	/* a prefix spanning whole 64 KiB pages */
+	m = anon(ml, PROT_READ | PROT_WRITE);
+	memset(m, 2, ml);
+	CHECK(munmap(m, 192 * 1024) == 0, "munmap of a 192 KiB prefix failed");
+	SOFT(faults(m + 70000, 0), "a 192 KiB unmapped prefix is still accessible");
+	CHECK(munmap(m + 512 * 1024, ml - 512 * 1024) == 0, "munmap of a 512 KiB suffix failed");
+	SOFT(faults(m + 700000, 0), "a 512 KiB unmapped suffix is still accessible");
+	CHECK(m[300000] == 2, "the middle lost its contents");
+	CHECK(munmap(m, ml) == 0, "munmap of the rest failed");
+
+	/* mremap: grow in place at the top, shrink, move */
+	char *a = anon(256 * 1024, PROT_READ | PROT_WRITE);
+	tu_fill(a, 256 * 1024, 9);
+	char *g = mremap(a, 256 * 1024, 1024 * 1024, 0);
+	CHECK(g == a, "mremap grow in place (no MREMAP_MAYMOVE) failed: %p, errno %d", (void *)g, errno);
+	CHECK(tu_verify(a, 256 * 1024, 9) < 0, "mremap grow lost the contents");
+	CHECK(all_zero(a + 256 * 1024, 768 * 1024), "the grown part is not zero filled");
+	memset(a + 256 * 1024, 4, 768 * 1024);
+	char *s = mremap(a, 1024 * 1024, 128 * 1024, 0);
+	CHECK(s == a && tu_verify(a, 128 * 1024, 9) < 0, "mremap shrink failed or lost contents");
+	SOFT(faults(a + 600 * 1024, 0), "the part given up by mremap shrink is still accessible");
+	char *blocker = anon(64 * 1024, PROT_READ | PROT_WRITE);     /* likely right after a */
+	char *mv = mremap(a, 128 * 1024, 4 * 1024 * 1024, MREMAP_MAYMOVE);
+	CHECK(mv != MAP_FAILED && in(mv, 4 * 1024 * 1024), "mremap(MREMAP_MAYMOVE) failed or left the range: %p", (void *)mv);
+	CHECK(tu_verify(mv, 128 * 1024, 9) < 0, "mremap move lost the contents");
+	mv[4 * 1024 * 1024 - 1] = 1;
+	if (mv != a)
+		SOFT(faults(a, 0), "the old place of a moved mapping is still accessible");
+	CHECK(munmap(mv, 4 * 1024 * 1024) == 0 && munmap(blocker, 64 * 1024) == 0, "munmap failed");
+
+	/* MAP_SHARED and file mappings: outside the range, and shared really is shared */
+	int *sh = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	CHECK(sh != MAP_FAILED && !in(sh, 1), "MAP_SHARED mapping %p is inside the range", (void *)sh);
+	pid_t pid = fork();
+	if (pid == 0) { sh[0] = 4242; _exit(0); }
+	waitpid(pid, NULL, 0);
+	CHECK(sh[0] == 4242, "MAP_SHARED is not shared with a child");
+	munmap(sh, PG);
+	int fd = open("/proc/self/exe", O_RDONLY);
+	void *f = mmap(NULL, PG, PROT_READ, MAP_PRIVATE, fd, 0);
+	CHECK(f != MAP_FAILED && !in(f, 1) && memcmp(f, "\177ELF", 4) == 0, "file mapping %p bad or inside the range", f);
+	munmap(f, PG);
+	close(fd);
+	/* PROT_NONE reservations go to the kernel with CONTIG_MMAP=1 */
+	void *pn = mmap(NULL, 1 << 20, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(pn != MAP_FAILED && !in(pn, 1), "a PROT_NONE reservation %p was served from the range", pn);
+	munmap(pn, 1 << 20);
+
+	/* MAP_POPULATE: resident at once, still zero */
+	size_t pl = (size_t)4 << 20;
+	char *pp = mmap(NULL, pl, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	CHECK(pp != MAP_FAILED && in(pp, pl), "MAP_POPULATE mapping %p failed or outside the range", (void *)pp);
+	unsigned char vec[1024];
+	CHECK(mincore(pp, pl, vec) == 0, "mincore failed");
+	size_t res = 0;
+	for (size_t i = 0; i < pl / PG; i++)
+		res += vec[i] & 1;
+	CHECK(res == pl / PG, "MAP_POPULATE: only %zu of %zu pages resident", res, pl / PG);
+	CHECK(all_zero(pp, pl), "a MAP_POPULATE mapping is not zero filled");
+	munmap(pp, pl);
+
+	/* mmap64 is served too */
+	void *(*m64)(void *, size_t, int, int, int, off_t) =
+		(void *(*)(void *, size_t, int, int, int, off_t))dlsym(RTLD_DEFAULT, "mmap64");
+	if (m64) {
+		char *q = m64(NULL, 65536, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		CHECK(q != MAP_FAILED && in(q, 65536) && all_zero(q, 65536), "mmap64 = %p not served from the range", (void *)q);
+		munmap(q, 65536);
+	}
+	if (soft_failures == 0)
+		printf("t-mmap semantics: all as the kernel would\n");
+}
+
+int main(int argc, char **argv)
+{
+	tu_init();
+	if (argc > 1 && strcmp(argv[1], "calls") == 0)
+		calls();
+	else if (argc > 1 && strcmp(argv[1], "semantics") == 0)
+		semantics();
+	else {
+		fprintf(stderr, "usage: t-mmap calls|semantics\n");
+		return 2;
+	}
+	return soft_failures ? 1 : 0;
+}

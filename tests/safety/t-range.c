@@ -1,0 +1,62 @@
+/* t-range.c - an allocation workload (about 200 MiB in total, blocks of 16 B to 4 MiB, some kept
+ * live, some freed, reallocs) whose every block must lie inside the range of the environment and
+ * keep its contents. Run under `ulimit -v` and in each CONTIG_MODE by ulimit.sh. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "testutil.h"
+
+#define KEEP 512
+
+int main(void)
+{
+	static void *keep[KEEP];
+	static size_t keep_len[KEEP];
+	uint64_t rng = 0x1234567;
+	size_t total = 0, live = 0, i;
+
+	tu_init();
+	while (total < ((size_t)200 << 20)) {
+		uint64_t r = tu_rand(&rng);
+		size_t len;
+		switch (r % 8) {
+		case 0: len = ((size_t)1 << 20) + r % ((size_t)3 << 20); break;   /* 1-4 MiB */
+		case 1: case 2: len = 128 * 1024 + r % 200000; break;
+		default: len = 16 + r % 8000; break;
+		}
+		i = (size_t)(r >> 32) % KEEP;
+		if (keep[i]) {
+			CHECK(tu_verify(keep[i], keep_len[i], i) < 0, "block %zu lost its contents", i);
+			if (r & 0x100) {
+				free(keep[i]);
+				live -= keep_len[i];
+				keep[i] = NULL;
+				continue;
+			}
+			/* realloc keeps the prefix */
+			size_t old = keep_len[i];
+			void *n = realloc(keep[i], len);
+			CHECK(n != NULL, "realloc(%zu) failed", len);
+			CHECK(tu_verify(n, old < len ? old : len, i) < 0, "realloc lost the contents");
+			live -= old;
+			keep[i] = n;
+		} else {
+			keep[i] = malloc(len);
+			CHECK(keep[i] != NULL, "malloc(%zu) failed after %zu bytes", len, total);
+		}
+		CHECK_RANGE(keep[i], len, "block");
+		tu_fill(keep[i], len, i);
+		keep_len[i] = len;
+		live += len;
+		total += len;
+	}
+	for (i = 0; i < KEEP; i++) {
+		if (!keep[i])
+			continue;
+		CHECK(tu_verify(keep[i], keep_len[i], i) < 0, "block %zu lost its contents", i);
+		free(keep[i]);
+	}
+	printf("t-range: %zu MiB allocated in the range [%#lx, %#lx), %zu MiB live at the peak end\n",
+	       total >> 20, (unsigned long)tu_base, (unsigned long)(tu_base + tu_size), live >> 20);
+	return 0;
+}

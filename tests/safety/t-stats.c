@@ -1,0 +1,80 @@
+/* t-stats.c - a known workload for the statistics: 1000 mallocs of 100 bytes of which 400 are
+ * freed, 10 blocks of 1 MiB kept, 50 reallocs, 3 anonymous mmaps kept; then mallinfo2() must
+ * agree with contig_get_stats (uordblks = live bytes) and follow a 10 MiB allocation, and
+ * malloc_stats() prints the library's summary on stderr. The exit-time JSON (CONTIG_STATS=json)
+ * is checked by stats-json.sh against these counts. */
+#include <dlfcn.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include "contig.h"
+#include "testutil.h"
+
+#define MIB ((size_t)1 << 20)
+
+int main(void)
+{
+	static void *small[1000], *big[10], *map[3];
+	int (*get)(contig_stats_t *) = (int (*)(contig_stats_t *))dlsym(RTLD_DEFAULT, "contig_get_stats");
+	contig_stats_t st;
+
+	tu_init();
+	for (int i = 0; i < 1000; i++) {
+		small[i] = malloc(100);
+		CHECK(small[i] != NULL, "malloc failed");
+		memset(small[i], 1, 100);
+	}
+	for (int i = 0; i < 1000; i += 5)
+		for (int k = 0; k < 2; k++)
+			free(small[i + k]);           /* 400 freed */
+	for (int i = 0; i < 10; i++) {
+		big[i] = malloc(MIB);
+		CHECK(big[i] != NULL, "malloc failed");
+		memset(big[i], 2, MIB);
+	}
+	void *r = malloc(10);
+	for (int i = 0; i < 50; i++)
+		r = realloc(r, 10 + (size_t)i * 100);
+	free(r);
+	for (int i = 0; i < 3; i++) {
+		map[i] = mmap(NULL, 256 << 10, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		CHECK(map[i] != MAP_FAILED, "mmap failed");
+	}
+
+	CHECK(get != NULL, "contig_get_stats not found: is the library preloaded?");
+	memset(&st, 0, sizeof st);
+	st.size = sizeof st;
+	CHECK(get(&st) == 0 && st.size == sizeof st, "contig_get_stats failed");
+	struct mallinfo2 mi = mallinfo2();
+	printf("t-stats: live %zu blocks %zu bytes; mallinfo2 uordblks %zu arena %zu hblkhd %zu\n",
+	       st.live_blocks, st.live_bytes, mi.uordblks, mi.arena, mi.hblkhd);
+	CHECK(st.live_blocks >= 610, "live blocks %zu < the 610 this program holds", st.live_blocks);
+	CHECK(st.live_bytes >= 600 * 100 + 10 * MIB, "live bytes %zu < what this program holds", st.live_bytes);
+	CHECK(st.calls_malloc >= 1011 && st.calls_free >= 401 && st.calls_realloc >= 50 && st.calls_mmap >= 3,
+	      "calls malloc %llu free %llu realloc %llu mmap %llu below the program's", (unsigned long long)st.calls_malloc,
+	      (unsigned long long)st.calls_free, (unsigned long long)st.calls_realloc, (unsigned long long)st.calls_mmap);
+	CHECK(st.mmap_bytes >= 3 * (256 << 10), "mmap bytes %zu", st.mmap_bytes);
+	size_t d = mi.uordblks > st.live_bytes ? mi.uordblks - st.live_bytes : st.live_bytes - mi.uordblks;
+	CHECK(d <= 64 * 1024, "mallinfo2 uordblks %zu but live bytes %zu", mi.uordblks, st.live_bytes);
+	CHECK(mi.arena >= mi.uordblks, "mallinfo2 arena %zu < uordblks %zu", mi.arena, mi.uordblks);
+	CHECK(mi.hblkhd >= 3 * (256 << 10), "mallinfo2 hblkhd %zu does not count the mmaps", mi.hblkhd);
+
+	/* mallinfo2 follows the heap: +10 MiB live, then back */
+	void *ten = malloc(10 * MIB);
+	struct mallinfo2 m2 = mallinfo2();
+	CHECK(ten && m2.uordblks >= mi.uordblks + 10 * MIB && m2.uordblks <= mi.uordblks + 11 * MIB,
+	      "after malloc(10 MiB) uordblks went from %zu to %zu", mi.uordblks, m2.uordblks);
+	free(ten);
+	m2 = mallinfo2();
+	CHECK(m2.uordblks + 64 * 1024 >= mi.uordblks && m2.uordblks <= mi.uordblks + 64 * 1024,
+	      "after free uordblks %zu, was %zu", m2.uordblks, mi.uordblks);
+	struct mallinfo m1 = mallinfo();
+	CHECK((size_t)m1.uordblks + 64 * 1024 >= mi.uordblks && (size_t)m1.uordblks <= mi.uordblks + 64 * 1024,
+	      "mallinfo uordblks %d, mallinfo2 %zu", m1.uordblks, mi.uordblks);
+
+	fflush(stdout);
+	malloc_stats();
+	return 0;   /* everything still held shows in the exit statistics */
+}

@@ -1,0 +1,86 @@
+#!/bin/sh
+# ulimit.sh - SPEC "ulimit -v": under an RLIMIT_AS of 1 GiB, far below the default 64G range,
+# python3 and a C program start, run an allocation workload and keep their heap (python's object
+# ids, every C block) inside the range; CONTIG_VERBOSE=1 says auto reserved part of it. The same
+# in CONTIG_MODE=lazy with no limit (nothing reserved) and CONTIG_MODE=reserve (all reserved).
+. "${TESTS_SRCDIR:-$(dirname "$0")/..}/safety/common.sh"
+
+t=$(prog t-range)
+base=0xf800000000
+end=0x10800000000
+
+# The python workload: fresh objects of many kinds; every id must lie in [base, end).
+pyprog='
+import sys
+base, end = int(sys.argv[1], 0), int(sys.argv[2], 0)
+objs = []
+for i in range(200000):
+    objs.append([i, str(i) * 3, {"k": i}, bytearray(i % 3000), (i, i + 1)])
+big = [bytes(1 << 20) for _ in range(64)]          # 64 MiB in large blocks
+out = [o for row in objs for o in row[1:]] + big
+bad = [hex(id(o)) for o in out if not base <= id(o) < end]
+if bad:
+    print("FAIL: %d of %d python objects outside the range, e.g. %s" % (len(bad), len(out), bad[:3]))
+    sys.exit(1)
+print("python: %d objects, all in the range" % len(out))
+'
+
+have_python=0
+command -v python3 >/dev/null 2>&1 && have_python=1
+[ $have_python = 1 ] || note_py="python3 not found: its part is skipped"
+
+# under_ulimit KB CMD...: run in a subshell with RLIMIT_AS set.
+under_ulimit() {
+	_kb=$1
+	shift
+	( ulimit -v "$_kb" || exit 99; run "$@"; exit $rc )
+	rc=$?
+}
+
+# 1. ulimit -v 1 GiB, default mode (auto) and range.
+under_ulimit 1048576 CONTIG_VERBOSE=1 "$t"
+expect_rc "ulimit -v 1048576: C workload" 0 && cat "$TMPD/out"
+grep -q '^libcontig: range 0xf800000000-0x10800000000; auto: .*reserving part' "$TMPD/err" ||
+	{ bad "ulimit -v 1048576: CONTIG_VERBOSE=1 does not say auto reserved part of the range"; show; }
+grep '^libcontig: range' "$TMPD/err"
+
+if [ $have_python = 1 ]; then
+	under_ulimit 1048576 python3 -c "$pyprog" $base $end
+	expect_rc "ulimit -v 1048576: python3" 0 && cat "$TMPD/out"
+	# and in lazy mode under the same limit
+	under_ulimit 1048576 CONTIG_MODE=lazy python3 -c "$pyprog" $base $end
+	expect_rc "ulimit -v 1048576, CONTIG_MODE=lazy: python3" 0
+fi
+
+# 2. lazy mode, no limit: nothing reserved, the heap still in the range.
+run CONTIG_MODE=lazy CONTIG_VERBOSE=1 "$t"
+expect_rc "CONTIG_MODE=lazy: C workload" 0
+grep -q '^libcontig: range 0x[0-9a-f]*-0x[0-9a-f]*; CONTIG_MODE=lazy; reserved 0' "$TMPD/err" ||
+	{ bad "CONTIG_MODE=lazy: CONTIG_VERBOSE=1 does not say lazy with nothing reserved"; show; }
+grep '^libcontig: range' "$TMPD/err"
+if [ $have_python = 1 ]; then
+	run CONTIG_MODE=lazy python3 -c "$pyprog" $base $end
+	expect_rc "CONTIG_MODE=lazy: python3" 0
+fi
+
+# 3. reserve and auto with no limit: the whole range reserved.
+run CONTIG_MODE=reserve CONTIG_VERBOSE=1 "$t"
+expect_rc "CONTIG_MODE=reserve: C workload" 0
+grep -q '^libcontig: range 0x[0-9a-f]*-0x[0-9a-f]*; CONTIG_MODE=reserve; reserved 64' "$TMPD/err" ||
+	{ bad "CONTIG_MODE=reserve: CONTIG_VERBOSE=1 does not say reserve, 64 GiB reserved"; show; }
+( ulimit -v unlimited 2>/dev/null; run CONTIG_VERBOSE=1 "$t"; exit $rc )
+rc=$?
+expect_rc "auto without RLIMIT_AS: C workload" 0
+if [ "$(ulimit -v)" = unlimited ]; then
+	grep -q '^libcontig: range .*; auto: no RLIMIT_AS, reserving the whole range' "$TMPD/err" ||
+		{ bad "auto without RLIMIT_AS: CONTIG_VERBOSE=1 does not say the whole range is reserved"; show; }
+fi
+
+# 4. a limit that cannot hold even the C workload's reservation of 200 MiB in lazy steps still
+#    starts the program and keeps the heap in the range: ulimit -v 512 MiB.
+under_ulimit 524288 CONTIG_VERBOSE=1 "$t"
+expect_rc "ulimit -v 524288: C workload" 0
+grep '^libcontig: range' "$TMPD/err"
+
+[ -z "${note_py:-}" ] || echo "$note_py"
+finish

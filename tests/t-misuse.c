@@ -1,0 +1,157 @@
+/* t-misuse.c CASE - one heap misuse (or one harmless look-alike) per run, for misuse.sh.
+ * Before the bad call it prints "ptr 0x…" on stdout (flushed), so the test can match the
+ * address in the library's message. Exit 0 means the program survived. */
+#define _GNU_SOURCE
+#include "testutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* Through a volatile pointer, so that the compiler does not see (and warn about) the misuse. */
+static void (*volatile free_p)(void *) = free;
+static void *(*volatile realloc_p)(void *, size_t) = realloc;
+
+static unsigned char static_block[4096] __attribute__((aligned(64)));
+
+static void announce(const void *p)
+{
+	printf("ptr %p\n", p);
+	fflush(stdout);
+}
+
+static void *alloc(size_t n)
+{
+	void *p = malloc(n);
+
+	CHECK(p != NULL, "malloc(%zu) returned NULL", n);
+	CHECK_RANGE(p, n, "malloc");
+	memset(p, 0x33, n);
+	return p;
+}
+
+static void bad_free(void *p)
+{
+	announce(p);
+	free_p(p);
+}
+
+/* Memory the library never handed out and that lies outside the range: a shared mapping of a
+ * real file (the library may serve anonymous mmaps from the range, never file mappings). */
+static void *foreign_mapping(size_t len)
+{
+	char path[] = "/tmp/libcontig-misuse-XXXXXX";
+	int fd = mkstemp(path);
+	void *m;
+
+	CHECK(fd >= 0, "mkstemp: %s", strerror(errno));
+	unlink(path);
+	CHECK(ftruncate(fd, (off_t)len) == 0, "ftruncate: %s", strerror(errno));
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	CHECK(m != MAP_FAILED, "mmap of a file: %s", strerror(errno));
+	close(fd);
+	CHECK(!tu_in_range((uintptr_t)m, 1), "the file mapping %p landed inside the range", m);
+	memset(m, 0x44, len);
+	return m;
+}
+
+int main(int argc, char **argv)
+{
+	const char *c = argc > 1 ? argv[1] : "";
+	unsigned char *p, *q;
+
+	tu_init();
+	/* stdio allocates its buffer on first use: do it now, or that buffer could land on a block
+	 * just freed (a freed large run is reused for small pages) and make a double free valid. */
+	printf("case %s\n", c);
+	fflush(stdout);
+	/* Some blocks around, so the heap is not trivially empty. */
+	p = alloc(64);
+	q = alloc(100000);
+	free(q);
+
+	/* Cases that must abort with "libcontig: free(): invalid pointer 0x…". */
+	if (strcmp(c, "double-free-small") == 0) {
+		q = alloc(48);
+		free_p(q);
+		bad_free(q);
+	} else if (strcmp(c, "double-free-medium") == 0) {
+		q = alloc(70000);
+		free_p(q);
+		bad_free(q);
+	} else if (strcmp(c, "double-free-large") == 0) {
+		q = alloc((size_t)8 << 20);
+		free_p(q);
+		bad_free(q);
+	} else if (strcmp(c, "double-free-aligned") == 0) {
+		q = aligned_alloc(4096, 8192);
+		CHECK(q != NULL, "aligned_alloc failed");
+		free_p(q);
+		bad_free(q);
+	} else if (strcmp(c, "interior-small") == 0) {
+		q = alloc(64);
+		bad_free(q + 16);
+	} else if (strcmp(c, "interior-large") == 0) {
+		q = alloc((size_t)8 << 20);
+		bad_free(q + 4096);
+	} else if (strcmp(c, "interior-misaligned") == 0) {
+		q = alloc(200);
+		bad_free(q + 1);
+	} else if (strcmp(c, "never-handed-out") == 0) {
+		bad_free((void *)(tu_base + tu_size - 4096));
+	} else if (strcmp(c, "realloc-freed") == 0) {
+		q = alloc(256);
+		free_p(q);
+		announce(q);
+		q = realloc_p(q, 512);
+		printf("realloc returned %p\n", (void *)q);
+	} else if (strcmp(c, "realloc-freed-large") == 0) {
+		q = alloc((size_t)4 << 20);
+		free_p(q);
+		announce(q);
+		q = realloc_p(q, (size_t)5 << 20);
+		printf("realloc returned %p\n", (void *)q);
+
+	/* Cases that must not crash. */
+	} else if (strcmp(c, "free-null") == 0) {
+		free_p(NULL);
+	} else if (strcmp(c, "free-foreign-mmap") == 0) {
+		unsigned char *m = foreign_mapping(65536);
+		free_p(m);
+		free_p(m + 4096);
+		CHECK(m[100] == 0x44, "the foreign mapping was changed by free");
+		munmap(m, 65536);
+	} else if (strcmp(c, "free-static") == 0) {
+		memset(static_block, 0x44, sizeof static_block);
+		free_p(static_block + 64);
+		CHECK(static_block[0] == 0x44 && static_block[4095] == 0x44,
+		      "the static array was changed by free");
+	} else if (strcmp(c, "realloc-foreign") == 0) {
+		unsigned char *m = foreign_mapping(65536), *r;
+		errno = 0;
+		r = realloc_p(m, 100);
+		if (r == NULL) {
+			CHECK(errno == ENOMEM, "realloc of a foreign pointer: NULL with errno %d, not ENOMEM",
+			      errno);
+		} else {
+			/* The library could tell the size: then it copied and the result is ours. */
+			CHECK_RANGE(r, 100, "realloc of a foreign pointer");
+			CHECK(r[0] == 0x44 && r[99] == 0x44, "realloc of a foreign pointer lost the data");
+			free(r);
+		}
+		CHECK(m[0] == 0x44, "the foreign mapping was changed by realloc");
+	} else {
+		fprintf(stderr, "usage: t-misuse CASE (unknown case \"%s\")\n", c);
+		return 2;
+	}
+	/* Still alive: the heap must still work. */
+	q = alloc(1000);
+	free(q);
+	free(p);
+	printf("survived %s\n", c);
+	return 0;
+}

@@ -1,0 +1,4 @@
+#!/bin/sh
+# threads.sh - cross-thread frees under load, and threads exiting with live blocks.
+. "${TESTS_SRCDIR:-$(dirname "$0")}/lib.sh"
+run_helper t-threads

@@ -1,0 +1,78 @@
+#!/bin/sh
+# map.sh - `contig map -- COMMAND` and `contig map PID` print the range's bounds and its mappings
+# classified (usable, reserved, served, foreign, unmapped) with totals; foreign mappings are
+# marked; --png writes a valid PNG (magic, IHDR, CRCs, the declared size).
+. "${TESTS_SRCDIR:-$(dirname "$0")/..}/tools/common.sh"
+find_python
+
+if expect_status 0 "map -- sleep 0.3" contig map -- sleep 0.3; then
+	grep -q "^range 0xf800000000-0x10800000000 (64.0 GiB)" "$TMPD/out" || bad "map: no range line"
+	grep -q " usable .*rw-p" "$TMPD/out" || bad "map: no usable (rw-p) part"
+	grep -q " reserved .*---p" "$TMPD/out" || bad "map: no reserved (---p) part"
+	grep -q "^totals" "$TMPD/out" || bad "map: no totals"
+	for c in usable reserved served foreign unmapped; do
+		grep -q "^  $c " "$TMPD/out" || bad "map: no total for $c"
+	done
+	ok "map -- sleep 0.3"
+	sed 's/^/    /' "$TMPD/out"
+fi
+
+# Lazy mode: the part not grown into yet is unmapped.
+if expect_status 0 "map --mode lazy -- sleep 0.2" contig map --mode lazy -- sleep 0.2; then
+	grep -q " unmapped " "$TMPD/out" || bad "map --mode lazy: no unmapped gap"
+	grep -q "mode lazy" "$TMPD/out" || bad "map --mode lazy: the library's mode not reported"
+fi
+
+# A short run with a picture.
+if expect_status 0 "map --png" contig map --png "$TMPD/m.png" -- sleep 0.2; then
+	"$PY" - "$TMPD/m.png" <<'PY' || bad "--png: not a valid PNG"
+import struct, sys, zlib
+d = open(sys.argv[1], "rb").read()
+assert d[:8] == b"\x89PNG\r\n\x1a\n", "magic"
+pos, chunks = 8, []
+while pos < len(d):
+    n, = struct.unpack(">I", d[pos:pos + 4]); kind = d[pos + 4:pos + 8]; body = d[pos + 8:pos + 8 + n]
+    crc, = struct.unpack(">I", d[pos + 8 + n:pos + 12 + n])
+    assert zlib.crc32(kind + body) & 0xffffffff == crc, "crc of %r" % kind
+    chunks.append((kind, body)); pos += 12 + n
+assert chunks[0][0] == b"IHDR" and chunks[-1][0] == b"IEND", [c[0] for c in chunks]
+w, h, depth, ctype = struct.unpack(">IIBB", chunks[0][1][:10])
+assert w >= 256 and h >= 32 and depth == 8 and ctype == 2, (w, h, depth, ctype)
+raw = zlib.decompress(b"".join(b for k, b in chunks if k == b"IDAT"))
+assert len(raw) == h * (1 + 3 * w), (len(raw), w, h)
+green = bytes((46, 160, 67)); grey = bytes((190, 190, 190))
+assert green in raw and grey in raw, "usable and reserved colours missing"
+print("ok: --png: %dx%d RGB PNG with usable and reserved parts" % (w, h))
+PY
+fi
+
+# map PID: a process started under the launcher (which replaces itself by the command, so $! is
+# sleep's pid); a range over its stack shows a FOREIGN mapping.
+CONTIG_LIB=$LIBCONTIG sh "$CONTIG" -- sleep 5 >/dev/null 2>&1 &
+spid=$!
+i=0
+until grep -q libcontig "/proc/$spid/maps" 2>/dev/null; do
+	i=$((i + 1))
+	[ $i -lt 250 ] || break
+	sleep 0.02
+done
+if [ -n "$spid" ] && expect_status 0 "map PID" contig map "$spid"; then
+	grep -q "^pid $spid (sleep)" "$TMPD/out" || bad "map PID: no title for pid $spid: $(head -1 "$TMPD/out")"
+	grep -q " reserved .*---p" "$TMPD/out" || bad "map PID: no reserved part"
+	grep -q "not loaded" "$TMPD/out" && bad "map PID: says libcontig is not loaded"
+	stack=$(awk '/\[stack\]/ { split($1, a, "-"); print a[1]; exit }' "/proc/$spid/maps")
+	if [ -n "$stack" ] && expect_status 0 "map --base (stack) PID" contig map --base "0x$stack" --size 1G "$spid"; then
+		grep -q '^!! FOREIGN .*\[stack\]' "$TMPD/out" || bad "map over the stack: [stack] not marked FOREIGN: $(cat "$TMPD/out")"
+		grep -q '^!! 1 foreign' "$TMPD/out" || bad "map over the stack: foreign total not flagged"
+		ok "map PID: the stack in the range is marked FOREIGN"
+	fi
+else
+	bad "no sleep process to map"
+fi
+kill "$spid" 2>/dev/null
+wait 2>/dev/null
+
+# A process that does not exist.
+expect_status 1 "map of a missing pid" contig map 999999999 && ok "map of a missing pid: status 1"
+
+finish
