@@ -90,18 +90,19 @@ size_t cgroup_memory_limit(char *where, size_t wn)
 		}
 	}
 	if (read_file("/proc/self/mountinfo", buf, sizeof buf) < 0) return 0;
-	char file[1100] = "";
+	char dir[1100] = "";
+	const char *leaf = NULL;
+	size_t mntlen = 0;
 	for (const char *s = buf; (s = next_line(s, line, sizeof line)) != NULL;) {
 		/* id parent maj:min root mountpoint opts ... - fstype source superopts */
 		char *f[16];
 		int n = fields(line, f, 16);
 		int dash = -1;
 		for (int i = 6; i < n; i++) if (strcmp(f[i], "-") == 0) { dash = i; break; }
-		if (dash < 0 || dash + 3 >= n + 1) continue;
+		if (dash < 0 || dash + 1 >= n) continue;
 		const char *root = f[3], *mnt = f[4], *type = f[dash + 1];
 		const char *super = dash + 3 < n ? f[dash + 3] : "";
 		const char *path = NULL;
-		const char *leaf = NULL;
 		if (have_v1 && strcmp(type, "cgroup") == 0 && has_word(super, "memory")) {
 			path = v1path;
 			leaf = "/memory.limit_in_bytes";
@@ -114,16 +115,31 @@ size_t cgroup_memory_limit(char *where, size_t wn)
 		size_t rl = strlen(root);
 		if (strcmp(root, "/") != 0 && strncmp(path, root, rl) == 0) path += rl;
 		if (strcmp(path, "/") == 0) path = "";
-		join(file, sizeof file, mnt, path, leaf);
+		mntlen = strlen(mnt);
+		join(dir, sizeof dir, mnt, path, "");
 		break;
 	}
-	if (!file[0]) return 0;
-	char val[64];
-	if (read_file(file, val, sizeof val) <= 0) return 0;
-	if (where) join(where, wn, file, "", "");
-	if (strncmp(val, "max", 3) == 0) return 0;
-	size_t v = 0;
-	for (const char *p = val; *p >= '0' && *p <= '9'; p++) v = v * 10 + (size_t)(*p - '0');
-	if (v >= ((size_t)1 << 62)) return 0;      /* v1's "no limit" is a page-rounded LONG_MAX */
-	return v;
+	if (!dir[0] || !leaf) return 0;
+	/* The tightest limit of the cgroup and its ancestors (up to the mount): a parent's limit
+	 * binds the children too. */
+	size_t best = 0;
+	char file[1200], val[64];
+	for (;;) {
+		join(file, sizeof file, dir, leaf, "");
+		if (read_file(file, val, sizeof val) > 0 && strncmp(val, "max", 3) != 0) {
+			size_t v = 0;
+			for (const char *p = val; *p >= '0' && *p <= '9'; p++) v = v * 10 + (size_t)(*p - '0');
+			/* v1's "no limit" is a page-rounded LONG_MAX */
+			if (v && v < ((size_t)1 << 62) && (!best || v < best)) {
+				best = v;
+				if (where) join(where, wn, file, "", "");
+			}
+		}
+		size_t dl = strlen(dir);
+		if (dl <= mntlen) break;
+		while (dl > mntlen && dir[dl - 1] != '/') dl--;
+		if (dl > mntlen) dl--;                 /* drop the slash too */
+		dir[dl] = 0;
+	}
+	return best;
 }

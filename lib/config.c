@@ -153,7 +153,8 @@ void config_parse(config_t *c, char **envp)
 	char tmp[64];
 
 	if ((v = env_get(envp, "CONTIG_VERBOSE")) != NULL)
-		c->verbose = !(is_word(v, "0") || is_word(v, "") || is_word(v, "no"));
+		c->verbose = !(is_word(v, "0") || is_word(v, "") || is_word(v, "no") || is_word(v, "false") ||
+		               is_word(v, "off"));
 
 	if ((v = env_get(envp, "CONTIG_SIZE")) != NULL) {
 		size_t s;

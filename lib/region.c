@@ -432,8 +432,10 @@ static int make_usable(size_t a, size_t b)
 				if (++retries > 3) break;      /* it came and went; try again a few times */
 				continue;
 			}
-			uintptr_t lo = o.lo < page_addr(i) ? page_addr(i) : o.lo;
-			uintptr_t hi = o.hi > page_addr(j) ? page_addr(j) : o.hi;
+			/* the whole foreign mapping (within the range), not just the part in this step */
+			uintptr_t lo = o.lo < G.base ? G.base : o.lo;
+			uintptr_t top = G.base + (G.npages << PAGE_SHIFT);
+			uintptr_t hi = o.hi > top ? top : o.hi;
 			mark_foreign(lo, hi);
 			collision_locked(lo, hi, CONTIG_ROUTE_GROW, o.line);
 			err = 0;
@@ -464,11 +466,20 @@ static int grow(size_t n)
 	size_t have = 0;
 	if (f > 0 && P(f - 1)->kind == PK_FREE)
 		have = P(f - 1)->npages;                   /* the free run at the top extends */
-	size_t want = n > have ? n - have : 1;
-	size_t step = GROW_STEP >> PAGE_SHIFT;
-	if (want < step) want = step;
+	size_t need = n > have ? n - have : 1;
+	/* Steps grow with the heap (an eighth of it, 4 MiB to 1 GiB): few system calls and few
+	 * reads of /proc/self/maps however large it gets. */
+	size_t step = f / 8;
+	if (step < (GROW_STEP >> PAGE_SHIFT)) step = GROW_STEP >> PAGE_SHIFT;
+	if (step > ((size_t)1 << (30 - PAGE_SHIFT))) step = (size_t)1 << (30 - PAGE_SHIFT);
+	size_t want = need > step ? need : step;
 	size_t b = f + want > G.npages ? G.npages : f + want;
 	make_usable(f, b);
+	if (R.frontier == f && want > need) {
+		/* refused (RLIMIT_AS near its end?): just what this request needs */
+		b = f + need > G.npages ? G.npages : f + need;
+		make_usable(f, b);
+	}
 	return R.frontier > f ? 0 : -1;
 }
 
