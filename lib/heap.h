@@ -66,15 +66,11 @@ static inline bool is_small1(const page_t *pg)
 HIDDEN void heap_free_local_slow(page_t *pg);
 HIDDEN void heap_free_remote(page_t *pg, block_t *b, const char *func);
 
-/* Free of a block in a PK_SMALL run (pg is the run's head). The owner pushes the block straight
- * back on the list malloc pops from: the next malloc of the class reuses it, still in cache. */
-static inline void heap_free_block(page_t *pg, void *p, const char *func)
+/* The free itself, once p is known to start a block of pg whose live bit is m in *w. The owner
+ * pushes the block straight back on the list malloc pops from: the next malloc of the class
+ * reuses it, still in cache. Another thread checks the bit and hands the block to the owner. */
+static inline void heap_free_checked(page_t *pg, void *p, uint64_t *w, uint64_t m, const char *func)
 {
-	uintptr_t off = (uintptr_t)p - pg->start;
-	if (unlikely((off & (ALIGN_MIN - 1)) != 0 ||
-	             (pg->shift != 4 && off % pg->block_size != 0)))
-		fatal_pointer(func, p);
-	uint64_t m, *w = live_word(pg, off, &m);
 	heap_t *h = heap_tls;
 	if (likely(pg->heap == h)) {
 		uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
@@ -94,6 +90,17 @@ static inline void heap_free_block(page_t *pg, void *p, const char *func)
 	heap_free_remote(pg, p, func);
 }
 
+/* Free of a block in a PK_SMALL run (pg is the run's head). */
+static inline void heap_free_block(page_t *pg, void *p, const char *func)
+{
+	uintptr_t off = (uintptr_t)p - pg->start;
+	if (unlikely((off & (ALIGN_MIN - 1)) != 0 ||
+	             (pg->shift != 4 && off % pg->block_size != 0)))
+		fatal_pointer(func, p);
+	uint64_t m, *w = live_word(pg, off, &m);
+	heap_free_checked(pg, p, w, m, func);
+}
+
 /* heap_free_block for a one-page run, with the constants folded in. */
 static inline void heap_free_block1(page_t *pg, void *p)
 {
@@ -101,24 +108,7 @@ static inline void heap_free_block1(page_t *pg, void *p)
 	if (unlikely((off & (ALIGN_MIN - 1)) != 0))
 		fatal_pointer("free", p);
 	size_t bit = off >> 4;
-	uint64_t m = 1ull << (bit & 63), *w = &pg->live[bit >> 6];
-	heap_t *h = heap_tls;
-	if (likely(pg->heap == h)) {
-		uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
-		if (unlikely(!(v & m)))
-			fatal_pointer("free", p);
-		__atomic_store_n(w, v & ~m, __ATOMIC_RELAXED);
-		block_t *b = p;
-		b->next = pg->free;
-		pg->free = b;
-		h->n_free++;
-		if (unlikely((uint32_t)(--pg->used - 1) >= USED_MASK))     /* now empty, or off the list */
-			heap_free_local_slow(pg);
-		return;
-	}
-	if (unlikely(!(__atomic_load_n(w, __ATOMIC_RELAXED) & m)))
-		fatal_pointer("free", p);
-	heap_free_remote(pg, p, "free");
+	heap_free_checked(pg, p, &pg->live[bit >> 6], 1ull << (bit & 63), "free");
 }
 
 #endif

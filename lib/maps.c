@@ -75,23 +75,8 @@ int maps_scan(uintptr_t lo, uintptr_t hi, maps_fn fn, void *arg)
 	return 0;
 }
 
-/* statm's first field: the process's address-space size in bytes (what RLIMIT_AS counts). */
-size_t maps_vm_size(void)
-{
-	char buf[128];
-	int fd = os_open_read("/proc/self/statm");
-	if (fd < 0) return 0;
-	long n = os_read(fd, buf, sizeof buf - 1);
-	os_close(fd);
-	if (n <= 0) return 0;
-	buf[n] = 0;
-	size_t pages = 0;
-	for (const char *s = buf; *s >= '0' && *s <= '9'; s++) pages = pages * 10 + (size_t)(*s - '0');
-	return pages * OS_PAGE;
-}
-
-/* statm's second field: resident pages now, in bytes. */
-size_t maps_rss(void)
+/* Field k (0-based) of /proc/self/statm, in bytes. */
+static size_t statm_field(int k)
 {
 	char buf[128];
 	int fd = os_open_read("/proc/self/statm");
@@ -101,12 +86,20 @@ size_t maps_rss(void)
 	if (n <= 0) return 0;
 	buf[n] = 0;
 	const char *s = buf;
-	while (*s && *s != ' ') s++;
-	while (*s == ' ') s++;
+	for (int i = 0; i < k; i++) {
+		while (*s && *s != ' ') s++;
+		while (*s == ' ') s++;
+	}
 	size_t pages = 0;
 	for (; *s >= '0' && *s <= '9'; s++) pages = pages * 10 + (size_t)(*s - '0');
 	return pages * OS_PAGE;
 }
+
+/* The address-space size, what RLIMIT_AS counts. */
+size_t maps_vm_size(void) { return statm_field(0); }
+
+/* Resident now. */
+size_t maps_rss(void) { return statm_field(1); }
 
 /* VmHWM from /proc/self/status, in bytes. */
 size_t maps_peak_rss(void)

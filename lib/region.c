@@ -523,35 +523,21 @@ page_t *region_alloc(size_t n, uint8_t kind, int flags)
 		clean = n;
 	}
 	bin_remove(idx);
-	if (len > n) {
-		/* Split: the rest keeps its free state; its stale descriptors are rewritten as needed. */
-		size_t r = take == idx ? idx + n : idx, rn = len - n;
-		page_t *rh = P(r);
-		rh->kind = PK_FREE;
-		rh->npages = (uint32_t)rn;
-		rh->head_off = 0;
-		rh->stamp = dirty ? stamp : CLEAN_STAMP;
-		rh->flags = (uint8_t)((rh->flags & ~PF_RUNDIRTY) | (dirty ? PF_RUNDIRTY : 0));
-		if (rn > 1) {
-			page_t *rt = P(r + rn - 1);
-			rt->kind = PK_FREE;
-			rt->head_off = (uint32_t)(rn - 1);
-			rt->npages = (uint32_t)rn;
-		}
-		if (dirty) R.dirty_runs++;
-		bin_insert(r);
-		idx = take;
-		h = P(idx);
-	}
+	size_t rest = take == idx ? idx + n : idx;
+	idx = take;
+	h = P(idx);
 	for (size_t i = idx; i < idx + n; i++) {
 		page_t *pg = P(i);
 		uint8_t f = pg->flags & (uint8_t)~(PF_RUNDIRTY | PF_NEEDZERO);
 		if ((flags & RUN_ZERO) && (f & PF_DIRTY)) f |= PF_NEEDZERO;
 		pg->flags = f | PF_DIRTY;
-		if (i > idx) {
-			pg->kind = PK_CONT;
-			pg->head_off = (uint32_t)(i - idx);
-		}
+		pg->kind = i > idx ? PK_CONT : kind;
+		pg->head_off = (uint32_t)(i - idx);
+	}
+	if (len > n) {
+		/* the rest stays free, with the state it had (its neighbours are not free: no merge) */
+		P(rest)->kind = PK_FREE;
+		run_insert_free(rest, len - n, dirty ? stamp : CLEAN_STAMP, dirty);
 	}
 	R.committed += clean;
 	if (R.committed > R.committed_peak) R.committed_peak = R.committed;
