@@ -120,7 +120,8 @@ static void list_remove(heap_t *h, page_t *pg)
  * the same block is caught. */
 static void collect_remote(page_t *pg)
 {
-	uintptr_t tf = atomic_exchange_explicit(&pg->thread_free, 0, memory_order_acquire);
+	if (!atomic_load_explicit(&page_remote(pg)->thread_free, memory_order_relaxed)) return;
+	uintptr_t tf = atomic_exchange_explicit(&page_remote(pg)->thread_free, 0, memory_order_acquire);
 	if (!tf) return;
 	uintptr_t start = pg->start;
 	size_t span = run_bytes(pg);
@@ -171,6 +172,13 @@ static void refill(page_t *pg)
  * needed again a moment later costs no trip to the page allocator's lock), the rest go back. */
 static void page_release(heap_t *h, page_t *pg)
 {
+	uint8_t q = atomic_load(&page_remote(pg)->qstate);
+	while (q != Q_QUEUED && !atomic_compare_exchange_weak(&page_remote(pg)->qstate, &q, Q_GONE)) {}
+	if (q == Q_QUEUED) {
+		/* still on h->delayed: it comes back through the drain, and goes then */
+		list_push_second(h, pg);
+		return;
+	}
 	if (class_pages[pg->cls] == 1 && h->nspare < HEAP_SPARES && !atomic_load(&h->abandoned)) {
 		h->spare[h->nspare++] = pg;
 		return;
@@ -189,18 +197,20 @@ static void spares_flush(heap_t *h)
 }
 
 /* pg was just found with nothing to give: take it off the list, unless a remote free raced in. */
+/* pg has nothing to give: take it off the list. The first remote free into it will queue it on
+ * h->delayed for the owner to put back; a local free puts it back at once. */
 static void page_to_full(heap_t *h, page_t *pg)
 {
+	remote_t *r = page_remote(pg);
 	list_remove(h, pg);
 	pg->used |= USED_UNLISTED;
-	atomic_store(&pg->qstate, 1);
-	if (atomic_load(&pg->thread_free) != 0) {
-		uint8_t one = 1;
-		if (atomic_compare_exchange_strong(&pg->qstate, &one, 0)) {
-			pg->used &= ~USED_UNLISTED;
-			list_push_second(h, pg);
-		}
-		/* else a remote freer queued it on h->delayed */
+	if (atomic_load_explicit(&r->qstate, memory_order_relaxed) == Q_QUIET)
+		atomic_store(&r->qstate, Q_WATCH);           /* only this thread moves it from QUIET */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load(&r->thread_free) != 0) {
+		/* a remote free raced in: keep the page listed; if it was queued, the drain skips it */
+		pg->used &= ~USED_UNLISTED;
+		list_push_second(h, pg);
 	}
 }
 
@@ -208,10 +218,13 @@ static void drain_delayed(heap_t *h)
 {
 	page_t *pg = atomic_exchange_explicit(&h->delayed, NULL, memory_order_acquire);
 	while (pg) {
-		page_t *next = pg->next ? PG(pg->next) : NULL;
-		atomic_store_explicit(&pg->qstate, 0, memory_order_relaxed);
-		pg->used &= ~USED_UNLISTED;
-		list_push_second(h, pg);
+		remote_t *r = page_remote(pg);
+		page_t *next = r->delayed_next;
+		atomic_store_explicit(&r->qstate, Q_QUIET, memory_order_relaxed);
+		if (pg->used & USED_UNLISTED) {
+			pg->used &= ~USED_UNLISTED;
+			list_push_second(h, pg);
+		}
 		pg = next;
 	}
 }
@@ -353,8 +366,8 @@ static page_t *new_page(heap_t *h, unsigned cls)
 	pg->used = 0;
 	pg->free = NULL;
 	pg->start = page_addr(page_idx(pg));
-	atomic_store_explicit(&pg->thread_free, 0, memory_order_relaxed);
-	atomic_store_explicit(&pg->qstate, 0, memory_order_relaxed);
+	atomic_store_explicit(&page_remote(pg)->thread_free, 0, memory_order_relaxed);
+	atomic_store_explicit(&page_remote(pg)->qstate, Q_QUIET, memory_order_relaxed);
 	unsigned shift = 4;
 	while ((((size_t)class_pages[cls] << PAGE_SHIFT) >> shift) > LIVE_BITS) shift++;
 	pg->shift = (uint8_t)shift;
@@ -405,16 +418,12 @@ void *heap_alloc_small(size_t n)
 void heap_free_local_slow(page_t *pg)
 {
 	heap_t *h = pg->heap;
-	uint8_t st = atomic_load(&pg->qstate);
-	if (st == 1) {
-		uint8_t one = 1;
-		if (atomic_compare_exchange_strong(&pg->qstate, &one, 0)) {
-			pg->used &= ~USED_UNLISTED;
-			list_push_second(h, pg);
-			st = 0;
-		}
+	if (pg->used & USED_UNLISTED) {
+		/* it was full: back on the list, behind the page malloc is serving from */
+		pg->used &= ~USED_UNLISTED;
+		list_push_second(h, pg);
 	}
-	if (st == 0 && pg->used == 0 && h->pages[pg->cls] != pg) {
+	if (pg->used == 0 && h->pages[pg->cls] != pg) {
 		refill(pg);
 		if (pg->used == 0) {
 			list_remove(h, pg);
@@ -427,15 +436,16 @@ void heap_free_local_slow(page_t *pg)
 void heap_free_remote(page_t *pg, block_t *b, const char *func)
 {
 	heap_t *h = pg->heap;
-	uintptr_t old = atomic_load_explicit(&pg->thread_free, memory_order_relaxed);
+	uintptr_t old = atomic_load_explicit(&page_remote(pg)->thread_free, memory_order_relaxed);
 	do b->next = (block_t *)old;
-	while (!atomic_compare_exchange_weak(&pg->thread_free, &old, (uintptr_t)b));
+	while (!atomic_compare_exchange_weak(&page_remote(pg)->thread_free, &old, (uintptr_t)b));
 	if (heap_tls != &heap_none) heap_tls->n_free++;
-	if (atomic_load(&pg->qstate) == 1) {
-		uint8_t one = 1;
-		if (atomic_compare_exchange_strong(&pg->qstate, &one, 2)) {
+	remote_t *r = page_remote(pg);
+	if (atomic_load(&r->qstate) == Q_WATCH) {
+		uint8_t watch = Q_WATCH;
+		if (atomic_compare_exchange_strong(&r->qstate, &watch, Q_QUEUED)) {
 			page_t *top = atomic_load_explicit(&h->delayed, memory_order_relaxed);
-			do pg->next = top ? ID(top) : 0;
+			do r->delayed_next = top;
 			while (!atomic_compare_exchange_weak(&h->delayed, &top, pg));
 		}
 	}
@@ -444,7 +454,7 @@ void heap_free_remote(page_t *pg, block_t *b, const char *func)
 		if (pthread_mutex_trylock(&h->lock) == 0) {
 			if (atomic_load(&h->abandoned)) {
 				drain_delayed(h);
-				if (atomic_load(&pg->qstate) == 0 && pg->heap == h)
+				if (!(pg->used & USED_UNLISTED) && pg->heap == h)
 					tidy_page(h, pg, false);
 			}
 			pthread_mutex_unlock(&h->lock);

@@ -69,8 +69,9 @@ typedef struct page {
 		struct {                        /* PK_SMALL heads: the fast paths touch only these */
 			block_t *free;          /* blocks ready for malloc; the owner's frees go here too */
 			uintptr_t start;        /* address of the run's first block */
-			_Atomic(uintptr_t) thread_free; /* blocks other threads freed (lock-free stack) */
-			uint64_t *live;         /* out-of-band bitmap: bit set while the block starting in that granule is live */
+			uint64_t *live;         /* out-of-band bitmap: bit set while the block starting in that granule is
+			                           live; the cache line before it is the run's remote_t */
+			uint64_t unused2;
 			struct heap *heap;      /* owner */
 			uint32_t used;          /* live blocks, counting remote frees not yet collected;
 			                           | USED_UNLISTED while the page is off its class list */
@@ -94,13 +95,31 @@ typedef struct page {
 	uint8_t shift;                  /* log2 of bytes per live-bitmap bit (PK_SMALL; 4 in one-page runs) */
 	uint8_t cls;                    /* size class (PK_SMALL) */
 	uint8_t flags;                  /* PF_* of this 64 KiB page, kept across reuse */
-	_Atomic(uint8_t) qstate;        /* PK_SMALL: 0 listed, 1 full and unlisted, 2 queued on heap->delayed */
-	uint8_t unused1;
+	uint8_t unused1[2];
 	uint16_t capacity;              /* PK_SMALL: blocks carved into the free lists so far */
 	uint32_t next, prev;            /* page index + 1 (0 = none): heap class list, free bin, delayed stack */
 } page_t;
 
 _Static_assert(sizeof(page_t) == 64, "page descriptor is one cache line");
+
+/* What other threads write in a small run: a cache line of its own, just before the run's live
+ * bitmap, so that their frees do not take the owner's descriptor line away from it. */
+typedef struct remote {
+	_Atomic(uintptr_t) thread_free; /* blocks other threads freed (lock-free stack) */
+	struct page *delayed_next;      /* link on heap->delayed */
+	_Atomic(uint8_t) qstate;        /* Q_* */
+	uint8_t pad[47];
+} remote_t;
+
+/* remote_t.qstate. Other threads only ever move it from Q_WATCH to Q_QUEUED. */
+enum {
+	Q_QUIET = 0,                    /* nothing to tell the owner */
+	Q_WATCH = 1,                    /* the page went full once: the first remote free queues it */
+	Q_QUEUED = 2,                   /* on heap->delayed, until the owner drains it */
+	Q_GONE = 3                      /* given back: no more queuing */
+};
+
+static inline remote_t *page_remote(const struct page *pg) { return (remote_t *)(void *)pg->live - 1; }
 
 /* ---- thread heaps ---- */
 #define HEAP_SPARES 4                 /* empty one-page runs a heap keeps instead of giving back */

@@ -80,19 +80,22 @@ void *meta_alloc(size_t bytes)
 	return p;
 }
 
+/* A small run's out-of-band metadata: its remote_t line, then its live bitmap (returned). */
 static uint64_t *bitmap_get_locked(void)
 {
-	uint64_t *bm = R.bitmaps;
-	if (bm) R.bitmaps = (uint64_t *)(uintptr_t)bm[0];
-	else bm = meta_alloc_locked(LIVE_BYTES);
-	if (bm) memset(bm, 0, LIVE_BYTES);
-	return bm;
+	uint64_t *chunk = R.bitmaps;
+	if (chunk) R.bitmaps = (uint64_t *)(uintptr_t)chunk[0];
+	else chunk = meta_alloc_locked(sizeof(remote_t) + LIVE_BYTES);
+	if (!chunk) return NULL;
+	memset(chunk, 0, sizeof(remote_t) + LIVE_BYTES);
+	return chunk + sizeof(remote_t) / sizeof(uint64_t);
 }
 
 static void bitmap_put_locked(uint64_t *bm)
 {
-	bm[0] = (uint64_t)(uintptr_t)R.bitmaps;
-	R.bitmaps = bm;
+	uint64_t *chunk = bm - sizeof(remote_t) / sizeof(uint64_t);
+	chunk[0] = (uint64_t)(uintptr_t)R.bitmaps;
+	R.bitmaps = chunk;
 }
 
 /* ---- collisions ---- */
