@@ -89,6 +89,8 @@ typedef struct page {
 				size_t usable;  /* PK_LARGE: usable bytes */
 				size_t map_hi;  /* PK_MMAP: offset one past the caller's last mapped byte */
 			};
+			uint64_t *holes;        /* PK_MMAP: 4 KiB pages the caller unmapped inside
+			                           [map_lo, map_hi), one bit each; NULL until the first hole */
 		};
 	};
 	uint8_t kind;                   /* enum page_kind */

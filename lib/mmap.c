@@ -208,7 +208,26 @@ void *mm_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 	return (void *)a;
 }
 
-/* Unmap [lo, hi) of served mapping h (clipped to what the caller still has mapped). */
+/* Bits [a, b) of a hole bitmap (4 KiB pages from the run's start). */
+static bool holes_all(const uint64_t *bm, size_t a, size_t b)
+{
+	for (size_t i = a; i < b; i++)
+		if (!(bm[i >> 6] & (1ull << (i & 63)))) return false;
+	return true;
+}
+
+static bool holes_any(const page_t *h, uintptr_t lo, uintptr_t hi)
+{
+	if (!h->holes) return false;
+	uintptr_t start = page_addr(page_idx(h));
+	for (size_t i = (lo - start) / OS_PAGE; i < (hi - start) / OS_PAGE; i++)
+		if (h->holes[i >> 6] & (1ull << (i & 63))) return true;
+	return false;
+}
+
+/* Unmap [lo, hi) of served mapping h (clipped to what the caller still has mapped). A prefix or
+ * a suffix gives its whole pages back at once; a hole in the middle is remembered per 4 KiB page,
+ * and the run goes back whole once every page of it has been unmapped. */
 static void unmap_served(page_t *h, uintptr_t lo, uintptr_t hi)
 {
 	size_t idx = page_idx(h);
@@ -224,16 +243,28 @@ static void unmap_served(page_t *h, uintptr_t lo, uintptr_t hi)
 	/* What the caller gave up reads as unmapped: no access, no memory. */
 	os_mmap((void *)lo, hi - lo, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
 	for (size_t i = pidx(lo); i < pidx(align_up(hi, PAGE_SIZE)); i++) h[i - idx].flags |= PF_PROT;
-	if (lo == mlo) {
+	if (!h->holes && lo == mlo) {
 		/* a prefix: whole pages before the new start go back */
 		h->map_lo = hi - start;
 		size_t keep_from = pidx(align_down(hi, PAGE_SIZE));
 		if (keep_from > idx) region_mmap_release(h, idx, keep_from);
-	} else if (hi == mhi) {
+		return;
+	}
+	if (!h->holes && hi == mhi) {
 		h->map_hi = lo - start;
 		size_t drop_from = pidx(align_up(lo, PAGE_SIZE));
 		if (drop_from < idx + h->npages) region_mmap_release(h, drop_from, idx + h->npages);
+		return;
 	}
+	size_t bits = ((size_t)h->npages << PAGE_SHIFT) / OS_PAGE;
+	if (!h->holes) h->holes = meta_alloc((bits + 63) / 64 * 8);     /* zeroed, outside the range */
+	if (!h->holes) return;                  /* no memory for the bitmap: kept until exit */
+	region_lock();
+	for (size_t i = (lo - start) / OS_PAGE; i < (hi - start) / OS_PAGE; i++)
+		h->holes[i >> 6] |= 1ull << (i & 63);
+	bool gone = holes_all(h->holes, h->map_lo / OS_PAGE, h->map_hi / OS_PAGE);
+	region_unlock();
+	if (gone) region_mmap_release(h, idx, idx + h->npages);
 }
 
 int mm_munmap(void *addr, size_t len)
@@ -361,18 +392,22 @@ void *mm_mremap(void *old, size_t oldlen, size_t newlen, int flags, void *newadd
 	oldlen = align_up(oldlen, OS_PAGE);
 	newlen = align_up(newlen, OS_PAGE);
 	uintptr_t start = page_addr(page_idx(h));
-	if (o < start + h->map_lo || o + oldlen > start + h->map_hi) return fail(EFAULT);
+	if (o < start + h->map_lo || o + oldlen > start + h->map_hi || holes_any(h, o, o + oldlen))
+		return fail(EFAULT);
 	if (newlen <= oldlen) {
 		if (newlen < oldlen) mm_munmap((void *)(o + newlen), oldlen - newlen);
 		return old;
 	}
-	if (o + oldlen == start + h->map_hi) {
+	if (o + oldlen == start + h->map_hi && !h->holes) {
 		/* growing the end of the mapping: the slack in its last page, then the pages after it */
 		size_t want = o + newlen - start;
 		size_t np = align_up(want, PAGE_SIZE) >> PAGE_SHIFT;
 		size_t had = h->npages;
 		if (np == had || region_resize(h, np) == 0) {
-			if (np > had) os_decommit(page_addr(page_idx(h) + had), (np - had) << PAGE_SHIFT);
+			/* the grown part reads as zero and is writable, whatever it was (slack left
+			 * PROT_NONE by an earlier unmap, dirty free pages) */
+			os_mmap((void *)(o + oldlen), newlen - oldlen, PROT_READ | PROT_WRITE,
+			        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
 			h->map_hi = want;
 			return old;
 		}

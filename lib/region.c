@@ -560,6 +560,7 @@ page_t *region_alloc(size_t n, uint8_t kind, int flags)
 	if (kind == PK_MMAP) {
 		h->map_lo = 0;
 		h->map_hi = n << PAGE_SHIFT;
+		h->holes = NULL;
 		R.mmap_bytes += n << PAGE_SHIFT;
 	}
 	region_unlock();
@@ -714,6 +715,7 @@ int region_resize(page_t *h, size_t newn)
 	open_pages(nx, nx + need);
 	h->npages = (uint32_t)newn;
 	if (h->kind == PK_LARGE) R.large_bytes += need << PAGE_SHIFT;
+	if (h->kind == PK_MMAP) R.mmap_bytes += need << PAGE_SHIFT;
 	ret = 0;
 out:
 	region_unlock();
@@ -1001,6 +1003,7 @@ void region_mmap_release(page_t *h, size_t a, size_t b)
 		for (size_t i = b + 1; i < end; i++) P(i)->head_off = (uint32_t)(i - b);
 		t->map_lo = lo > cut ? lo - cut : 0;
 		t->map_hi = hi > cut ? hi - cut : 0;
+		t->holes = NULL;                        /* runs with holes are released whole */
 	}
 	if (a > idx) {
 		h->npages = (uint32_t)(a - idx);
