@@ -517,13 +517,13 @@ page_t *region_alloc(size_t n, uint8_t kind, int flags)
 	for (size_t i = take; i < take + n; i++) clean += !(P(i)->flags & PF_DIRTY);
 	if (R.limit && R.committed + clean > R.limit) {
 		purge_locked(true);
+		clean = n;        /* everything free is clean now, the run we picked too */
 		if (R.committed + clean > R.limit) {
 			R.limit_hits++;
 			if (G.cfg.verbose) log_line("CONTIG_LIMIT reached: allocation refused with ENOMEM");
 			goto fail;
 		}
-		dirty = false;    /* everything free is clean now */
-		clean = n;
+		dirty = false;
 	}
 	bin_remove(idx);
 	size_t rest = take == idx ? idx + n : idx;
@@ -680,6 +680,7 @@ int region_resize(page_t *h, size_t newn)
 		size_t tail = idx + newn;
 		h->npages = (uint32_t)newn;
 		if (h->kind == PK_LARGE) R.large_bytes -= (n - newn) << PAGE_SHIFT;
+		if (h->kind == PK_MMAP) R.mmap_bytes -= (n - newn) << PAGE_SHIFT;
 		P(tail)->kind = PK_FREE;
 		run_insert_free(tail, n - newn, now_stamp(), true);
 		ret = 0;

@@ -7,10 +7,6 @@
 #include <string.h>
 #include <unistd.h>
 
-typedef struct walk {
-	size_t live_blocks, live_bytes;
-} walk_t;
-
 void stats_collect(contig_stats_t *st)
 {
 	region_stats_t rs;
@@ -271,7 +267,7 @@ void stats_report_exit(void)
 		print_leaks(&o, &l);
 		out_flush(&o);
 		if (l.blocks && G.cfg.leaks == LEAKS_ERROR) {
-			fflush(NULL);
+			(void)fflush(NULL);      /* the program's own output first; nothing to do if it fails */
 			_exit(23);
 		}
 	}

@@ -1,0 +1,9 @@
+# lint/local.mk - static checkers over lib/ and preload/; included from tests/Makefile.am.
+#   make lint   cppcheck and clang-tidy with the checks and suppressions of tests/lint/
+#               (README says which and why); non-zero exit on any finding, for CI
+# tests/lint/sanitizers.sh (called by CI, not by make) builds an ASan/UBSan tree and runs the
+# unit runner.
+EXTRA_DIST += lint/README lint/lint.sh lint/sanitizers.sh lint/tidy-checks lint/tidy.supp lint/cppcheck.supp
+.PHONY: lint
+lint:
+	$(SHELL) $(srcdir)/lint/lint.sh $(top_srcdir) $(top_builddir)
