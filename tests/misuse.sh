@@ -57,6 +57,17 @@ done
 for c in realloc-freed realloc-freed-large; do
 	expect_abort $c realloc
 done
+for c in double-free-mmap double-free-remote free-after-purge; do
+	expect_abort $c free
+done
+# free_sized with a size larger than the block: a libcontig message and SIGABRT
+run_preloaded "$p" free-sized-wrong >"$TMPD/out" 2>"$TMPD/err"
+rc=$?
+if [ $rc -eq 134 ] && grep -q "^libcontig: free_sized(): " "$TMPD/err"; then
+	echo "ok: free-sized-wrong aborted: $(grep '^libcontig:' "$TMPD/err" | head -1)"
+else
+	bad "free-sized-wrong: exit status $rc, stderr: $(head -3 "$TMPD/err")"
+fi
 for c in free-null free-foreign-mmap free-static realloc-foreign; do
 	expect_survive $c
 done

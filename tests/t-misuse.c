@@ -4,7 +4,10 @@
 #define _GNU_SOURCE
 #include "testutil.h"
 
+#include <dlfcn.h>
 #include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +20,12 @@ static void (*volatile free_p)(void *) = free;
 static void *(*volatile realloc_p)(void *, size_t) = realloc;
 
 static unsigned char static_block[4096] __attribute__((aligned(64)));
+
+static void *free_in_thread(void *p)
+{
+	free_p(p);
+	return NULL;
+}
 
 static void announce(const void *p)
 {
@@ -103,6 +112,29 @@ int main(int argc, char **argv)
 		bad_free(q + 1);
 	} else if (strcmp(c, "never-handed-out") == 0) {
 		bad_free((void *)(tu_base + tu_size - 4096));
+	} else if (strcmp(c, "double-free-mmap") == 0) {
+		/* a served anonymous mapping is not a heap block */
+		q = mmap(NULL, 65536, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		CHECK(q != MAP_FAILED, "mmap failed");
+		bad_free(q);
+	} else if (strcmp(c, "double-free-remote") == 0) {
+		pthread_t t;
+		q = alloc(64);
+		free_p(q);
+		announce(q);
+		pthread_create(&t, NULL, free_in_thread, q);
+		pthread_join(t, NULL);
+	} else if (strcmp(c, "free-after-purge") == 0) {
+		q = alloc(200000);
+		free_p(q);
+		malloc_trim(0);               /* its pages went back to the OS */
+		bad_free(q);
+	} else if (strcmp(c, "free-sized-wrong") == 0) {
+		void (*fs)(void *, size_t) = (void (*)(void *, size_t))dlsym(RTLD_DEFAULT, "free_sized");
+		CHECK(fs != NULL, "free_sized not found");
+		q = alloc(100);
+		announce(q);
+		fs(q, 100000);
 	} else if (strcmp(c, "realloc-freed") == 0) {
 		q = alloc(256);
 		free_p(q);
