@@ -69,6 +69,8 @@ page_t page_empty;     /* what an empty class list points to: its free list is a
  * (or adopts) the real heap. It owns no page, so frees through it are remote frees. */
 heap_t heap_none = { .fast = { [0 ... NCLASS - 1] = &page_empty } };
 __thread heap_t *heap_tls __attribute__((tls_model("initial-exec"))) = &heap_none;
+/* Heap locks (heaps_lock, a heap's lock) this thread holds: nothing that allocates may run then. */
+__thread int heap_locks_held __attribute__((tls_model("initial-exec")));
 
 static pthread_mutex_t heaps_lock = PTHREAD_MUTEX_INITIALIZER;
 static heap_t *heaps_all;
@@ -237,11 +239,14 @@ static heap_t *heap_create(void)
 	contig_ensure_init();
 	heap_t *h;
 	pthread_mutex_lock(&heaps_lock);
+	heap_locks_held++;
 	h = heaps_abandoned;
 	if (h) {
 		heaps_abandoned = h->next_abandoned;
 		pthread_mutex_lock(&h->lock);
+		heap_locks_held++;
 		atomic_store(&h->abandoned, 0);
+		heap_locks_held--;
 		pthread_mutex_unlock(&h->lock);
 	} else {
 		h = meta_alloc(sizeof *h);
@@ -252,6 +257,7 @@ static heap_t *heap_create(void)
 			heaps_all = h;
 		}
 	}
+	heap_locks_held--;
 	pthread_mutex_unlock(&heaps_lock);
 	if (!h) return NULL;
 	heap_tls = h;
@@ -299,15 +305,20 @@ static void heap_destructor(void *arg)
 {
 	heap_t *h = arg;
 	if (!h || heap_tls != h) return;
+	heap_flush_remote();
 	tidy_heap(h, false);
 	spares_flush(h);
 	heap_tls = &heap_none;
 	pthread_mutex_lock(&heaps_lock);
+	heap_locks_held++;
 	pthread_mutex_lock(&h->lock);
+	heap_locks_held++;
 	atomic_store(&h->abandoned, 1);
+	heap_locks_held--;
 	pthread_mutex_unlock(&h->lock);
 	h->next_abandoned = heaps_abandoned;
 	heaps_abandoned = h;
+	heap_locks_held--;
 	pthread_mutex_unlock(&heaps_lock);
 }
 
@@ -382,6 +393,7 @@ static page_t *new_page(heap_t *h, unsigned cls)
 
 void *heap_alloc_class(unsigned cls)
 {
+	heap_flush_remote();
 	heap_t *h = heap_get();
 	if (unlikely(!h)) { errno = ENOMEM; return NULL; }
 	if (atomic_load_explicit(&h->delayed, memory_order_relaxed)) drain_delayed(h);
@@ -432,15 +444,14 @@ void heap_free_local_slow(page_t *pg)
 	}
 }
 
-/* A free from a thread that does not own the page. */
-void heap_free_remote(page_t *pg, block_t *b, const char *func)
+/* Hand a chain of blocks of pg (first .. last) to its owner with one atomic push. */
+static void remote_push(page_t *pg, block_t *first, block_t *last)
 {
 	heap_t *h = pg->heap;
-	uintptr_t old = atomic_load_explicit(&page_remote(pg)->thread_free, memory_order_relaxed);
-	do b->next = (block_t *)old;
-	while (!atomic_compare_exchange_weak(&page_remote(pg)->thread_free, &old, (uintptr_t)b));
-	if (heap_tls != &heap_none) heap_tls->n_free++;
 	remote_t *r = page_remote(pg);
+	uintptr_t old = atomic_load_explicit(&r->thread_free, memory_order_relaxed);
+	do last->next = (block_t *)old;
+	while (!atomic_compare_exchange_weak(&r->thread_free, &old, (uintptr_t)first));
 	if (atomic_load(&r->qstate) == Q_WATCH) {
 		uint8_t watch = Q_WATCH;
 		if (atomic_compare_exchange_strong(&r->qstate, &watch, Q_QUEUED)) {
@@ -452,15 +463,60 @@ void heap_free_remote(page_t *pg, block_t *b, const char *func)
 	if (unlikely(atomic_load_explicit(&h->abandoned, memory_order_acquire))) {
 		/* Nobody owns the heap: act for it, so its memory drains as frees arrive. */
 		if (pthread_mutex_trylock(&h->lock) == 0) {
+			heap_locks_held++;
 			if (atomic_load(&h->abandoned)) {
 				drain_delayed(h);
 				if (!(pg->used & USED_UNLISTED) && pg->heap == h)
 					tidy_page(h, pg, false);
 			}
+			heap_locks_held--;
 			pthread_mutex_unlock(&h->lock);
 		}
 	}
+}
+
+/* Remote frees to one run in a row are chained here and handed over together: a consumer
+ * freeing a producer's blocks pays one atomic push per REMOTE_BATCH blocks, not one each. The
+ * live bits stay set until the owner collects, where a second free of a block is still caught. */
+#define REMOTE_BATCH 32
+static __thread struct pending {
+	page_t *pg;                     /* run of the chained blocks, NULL when none */
+	block_t *first, *last;
+	uint32_t n;
+} pending __attribute__((tls_model("initial-exec")));
+
+void heap_flush_remote(void)
+{
+	if (pending.pg) {
+		page_t *pg = pending.pg;
+		pending.pg = NULL;
+		remote_push(pg, pending.first, pending.last);
+	}
+}
+
+/* A free from a thread that does not own the page. */
+void heap_free_remote(page_t *pg, block_t *b, const char *func)
+{
 	(void)func;
+	heap_t *me = heap_tls;
+	if (me == &heap_none) {
+		/* no heap, so no thread-exit hook to flush a chain: hand it over at once */
+		b->next = NULL;
+		remote_push(pg, b, b);
+		return;
+	}
+	me->n_free++;
+	if (pending.pg == pg && pending.n < REMOTE_BATCH) {
+		b->next = pending.first;
+		pending.first = b;
+		pending.n++;
+		return;
+	}
+	heap_flush_remote();
+	b->next = NULL;
+	pending.pg = pg;
+	pending.first = pending.last = b;
+	pending.n = 1;
 }
 
 /* Every heap's pages: take remote frees back (used before reports at exit). Only the calling
@@ -468,16 +524,21 @@ void heap_free_remote(page_t *pg, block_t *b, const char *func)
 void heap_collect_all(void)
 {
 	heap_t *me = heap_tls;
+	heap_flush_remote();
 	if (me != &heap_none) {
 		tidy_heap(me, true);
 		spares_flush(me);
 	}
 	pthread_mutex_lock(&heaps_lock);
+	heap_locks_held++;
 	for (heap_t *h = heaps_abandoned; h; h = h->next_abandoned) {
 		pthread_mutex_lock(&h->lock);
+		heap_locks_held++;
 		tidy_heap(h, false);
+		heap_locks_held--;
 		pthread_mutex_unlock(&h->lock);
 	}
+	heap_locks_held--;
 	pthread_mutex_unlock(&heaps_lock);
 }
 
@@ -485,11 +546,13 @@ void heap_count_calls(uint64_t *m, uint64_t *f, uint64_t *r)
 {
 	uint64_t a = 0, b = 0, c = 0;
 	pthread_mutex_lock(&heaps_lock);
+	heap_locks_held++;
 	for (heap_t *h = heaps_all; h; h = h->next_all) {
 		a += h->n_malloc;
 		b += h->n_free;
 		c += h->n_realloc;
 	}
+	heap_locks_held--;
 	pthread_mutex_unlock(&heaps_lock);
 	*m = a; *f = b; *r = c;
 }
@@ -524,4 +587,5 @@ void heap_fork_child(void)
 		}
 	}
 	pthread_mutex_init(&heaps_lock, NULL);
+	heap_locks_held = 0;
 }

@@ -622,9 +622,21 @@ static void *purger_main(void *arg)
 	for (;;) {
 		maybe_purge_locked();
 		if (R.next_purge == UINT64_MAX) {
+			/* Nothing dirty: linger a little, then end, so that the purger never keeps a
+			 * process alive whose last thread has gone (pthread_exit from main, a child
+			 * forked from a thread). The next free of pages starts it again. */
+			struct timespec ts;
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_nsec += 200000000L;
+			if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
 			purger_idle = 1;
-			pthread_cond_wait(&purge_cond, &rlock);
+			pthread_cond_timedwait(&purge_cond, &rlock, &ts);
 			purger_idle = 0;
+			if (R.next_purge == UINT64_MAX) {
+				purger = 0;
+				region_unlock();
+				return NULL;
+			}
 			continue;
 		}
 		uint64_t due = R.next_purge;
@@ -660,7 +672,8 @@ void region_free(page_t *h)
 	bool start = false;
 	region_lock();
 	free_locked(h);
-	if (!purger && R.dirty_runs && G.cfg.purge_ms && !G.slow_only) {   /* leak tracking: no thread, whose TLS would show as a leak */
+	if (!purger && R.dirty_runs && G.cfg.purge_ms && !G.slow_only && !heap_locks_held) {
+		/* (not while this thread holds a heap lock: pthread_create allocates) */   /* leak tracking: no thread, whose TLS would show as a leak */
 		purger = 1;
 		start = true;
 	}

@@ -284,7 +284,7 @@ for i in range(0, len(rest), 4):
             bothbad += b[0] not in ('pass', 'skip')
         if verbose or verdict != 'same' or b[0] not in ('pass',) or l[0] not in ('pass',):
             rows.append((suite, n, short(b[1], 34), short(l[1], 34), verdict,
-                         '' if verdict == 'same' and b[2] in ('', 'not-ok: ') else short(
+                         '' if b[2].strip() in ('', 'not-ok:') and l[2].strip() in ('', 'not-ok:') else short(
                              'without: ' + b[2] + ('  /  with: ' + l[2] if l[2] != b[2] else ''), 110)))
     passed += same; failed += differ
     summary.append((suite, len(base), same, differ, flaky, bothbad, tb, tl, tr))
