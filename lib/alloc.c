@@ -38,7 +38,7 @@ static void *fallback_alloc(size_t n, int zero)
 	}
 	pthread_mutex_unlock(&fb_lock);
 	if (p) {
-		region_count_mmap(0, len);
+		region_count_fallback(len);
 		if (G.cfg.verbose) log_line("fallback: the range cannot serve a request; served outside it (CONTIG_FALLBACK=system)");
 	}
 	return p;

@@ -240,7 +240,7 @@ HIDDEN int region_classify(size_t i, page_t **head);
 HIDDEN void region_mmap_release(page_t *h, size_t a, size_t b);
 HIDDEN int region_fixed_take(size_t a, size_t b);
 HIDDEN void region_fixed_give_back(size_t i);
-HIDDEN void region_count_mmap(size_t bytes_served, size_t fallback_bytes);
+HIDDEN void region_count_fallback(size_t bytes);
 HIDDEN size_t region_frontier(void);
 HIDDEN size_t region_purge(bool all);
 HIDDEN void region_maybe_purge(void);

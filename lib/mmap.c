@@ -191,7 +191,7 @@ void *mm_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 	if (!h) {
 		if (G.cfg.fallback_system) {
 			void *p = outside_mmap(NULL, len, prot, flags, fd, off);
-			if (p != MAP_FAILED) region_count_mmap(0, align_up(len, OS_PAGE));
+			if (p != MAP_FAILED) region_count_fallback(align_up(len, OS_PAGE));
 			return p;
 		}
 		return fail(ENOMEM);
@@ -384,9 +384,10 @@ void *mm_mremap(void *old, size_t oldlen, size_t newlen, int flags, void *newadd
 	}
 	if ((o & (OS_PAGE - 1)) || newlen == 0) return fail(EINVAL);
 	page_t *h;
-	if (region_classify(pidx(o), &h) != PC_MMAP) {
+	int kind = region_classify(pidx(o), &h);
+	if (kind != PC_MMAP) {
 		refuse_line("mremap", o, oldlen, "not a mapping the caller got from mmap");
-		if (region_classify(pidx(o), &h) == PC_HEAP) region_count_collision(o, oldlen, CONTIG_ROUTE_MMAP);
+		if (kind == PC_HEAP) region_count_collision(o, oldlen, CONTIG_ROUTE_MMAP);
 		return fail(EFAULT);
 	}
 	oldlen = align_up(oldlen, OS_PAGE);

@@ -931,11 +931,10 @@ page_t *region_trim(page_t *h, size_t lead, size_t keep)
 /* ---- served mappings ---- */
 size_t region_frontier(void) { return R.frontier; }
 
-void region_count_mmap(size_t served, size_t fallback)
+void region_count_fallback(size_t bytes)
 {
 	region_lock();
-	(void)served;
-	R.fallback_bytes += fallback;
+	R.fallback_bytes += bytes;
 	region_unlock();
 }
 
