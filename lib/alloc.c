@@ -1,6 +1,6 @@
 /* alloc.c - the malloc family on top of the core: small blocks through the thread heaps, large
  * blocks as page runs, alignment, realloc in place, pointers the library does not own. */
-#include "internal.h"
+#include "common.h"
 #include "heap.h"
 #include <errno.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* heap.c - size classes, thread heaps and their pages of small blocks: refilling, remote frees
  * (mimalloc-style free-list sharding), full pages, thread exit and heap adoption, fork. */
-#include "internal.h"
+#include "common.h"
 #include "heap.h"
 #include <errno.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * to its local list, with the live bitmap checked on every free. Slow paths are in heap.c. */
 #ifndef CONTIG_HEAP_H
 #define CONTIG_HEAP_H
-#include "internal.h"
+#include "common.h"
 
 extern HIDDEN page_t page_empty;
 

@@ -1,6 +1,6 @@
 /* init.c - one allocation-free initialisation (safe when the first call is free(NULL) or calloc
  * from the dynamic loader), fork handlers, the exit-time reports, and the public contig_* API. */
-#include "internal.h"
+#include "common.h"
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* maps.c - reads /proc/self/maps without stdio or malloc, for finding foreign mappings in the range. */
-#include "internal.h"
+#include "common.h"
 #include "maps.h"
 
 static int hexval(char c)

@@ -1,6 +1,6 @@
 /* mmap.c - the mapping calls: private anonymous mmap served from the range, and every call that
  * could place, change or remove a mapping inside it checked against who owns those pages. */
-#include "internal.h"
+#include "common.h"
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>

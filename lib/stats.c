@@ -1,6 +1,6 @@
 /* stats.c - statistics gathered from the page descriptors and the heaps, the exit summary
  * (text or JSON), and the leak report. Formats on the stack; never allocates. */
-#include "internal.h"
+#include "common.h"
 #include "heap.h"
 #include "maps.h"
 #include <stdio.h>

@@ -4,7 +4,7 @@
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
-#include "internal.h"
+#include "common.h"
 
 #define PUBLIC __attribute__((visibility("default")))
 

@@ -1,5 +1,5 @@
 /* test-config.c - CONTIG_* parsing: good values, bad values and what is used instead. */
-#include "internal.h"
+#include "common.h"
 #include "suites.h"
 
 START_TEST(sizes)

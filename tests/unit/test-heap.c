@@ -1,6 +1,6 @@
 /* test-heap.c - thread heaps: small blocks in range and aligned, reuse, remote frees from other
  * threads, thread exit handing memory back, and the misuse that must abort. */
-#include "internal.h"
+#include "common.h"
 #include "suites.h"
 #include <pthread.h>
 #include <signal.h>

@@ -1,6 +1,6 @@
 /* test-mmap.c - anonymous mappings served from the range: zeroed, partial unmaps, growth in
  * place, fixed mappings over free pages honoured and over heap blocks refused. */
-#include "internal.h"
+#include "common.h"
 #include "suites.h"
 #include <errno.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* test-region.c - runs of pages: allocation inside the range, coalescing, resizing in place,
  * committed accounting, purging and the limit. */
-#include "internal.h"
+#include "common.h"
 #include "suites.h"
 #include <errno.h>
 #include <string.h>

@@ -1,7 +1,7 @@
-/* internal.h - the core's shared definitions: constants, the page descriptor, the thread heap,
+/* common.h - the core's shared definitions: constants, the page descriptor, the thread heap,
  * the global state, and the cross-module functions. Nothing here is exported. */
-#ifndef CONTIG_INTERNAL_H
-#define CONTIG_INTERNAL_H
+#ifndef CONTIG_COMMON_H
+#define CONTIG_COMMON_H
 
 #include "config.h"
 #include <stdatomic.h>

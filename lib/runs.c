@@ -1,7 +1,7 @@
-/* region.c - the range: reservation at start, growth (commit or lazy mapping), foreign mappings,
+/* runs.c - the range: reservation at start, growth (commit or lazy mapping), foreign mappings,
  * runs of 64 KiB pages (first fit from size bins, coalescing), committed accounting, the limit,
  * and purging. Everything here runs under one lock; the small-block paths never come here. */
-#include "internal.h"
+#include "common.h"
 #include "maps.h"
 #include <errno.h>
 #include <sys/mman.h>
