@@ -1,7 +1,12 @@
 /* alloc.c - the malloc family on top of the core: small blocks through the thread heaps, large
  * blocks as page runs, alignment, realloc in place, pointers the library does not own. */
-#include "common.h"
+#include "alloc.h"
 #include "heap.h"
+#include "region.h"
+#include "range.h"
+#include "init.h"
+#include "fmt.h"
+#include "os.h"
 #include <errno.h>
 #include <string.h>
 

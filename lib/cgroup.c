@@ -1,6 +1,8 @@
 /* cgroup.c - the memory limit of the process's own memory cgroup (v2 memory.max or v1
  * memory.limit_in_bytes), found through /proc/self/cgroup and /proc/self/mountinfo. No stdio, no malloc. */
-#include "common.h"
+#include "cgroup.h"
+#include "fmt.h"
+#include "os.h"
 #include <string.h>
 
 static long read_file(const char *path, char *buf, size_t n)

@@ -1,5 +1,5 @@
-/* common.h - the core's shared definitions: constants, the page descriptor, the thread heap,
- * the global state, and the cross-module functions. Nothing here is exported. */
+/* common.h - what every layer of the core shares: the build macros, the geometry, the page
+ * descriptor and the global state. Module interfaces live in their own headers (see docs/design.md). */
 #ifndef CONTIG_COMMON_H
 #define CONTIG_COMMON_H
 
@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <sys/types.h>
 #include "contig.h"
+#include "conf.h"
 
 #define likely(x)   __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
@@ -21,6 +22,7 @@
 
 /* Debug tiers compile always (so they cannot rot) and are switched by --enable-debug. */
 static const bool contig_debug = CONTIG_DEBUG;
+HIDDEN NORETURN void fatal_assert(const char *file, int line, const char *cond);   /* fmt.c */
 #define CONTIG_ASSERT(c) do { if (contig_debug && unlikely(!(c))) \
 	fatal_assert(__FILE__, __LINE__, #c); } while (0)
 
@@ -30,9 +32,6 @@ static const bool contig_debug = CONTIG_DEBUG;
 #define OS_PAGE      4096u
 #define GRANULE      PAGE_SIZE                /* CONTIG_BASE and CONTIG_SIZE are rounded to this */
 #define ALIGN_MIN    16u                      /* every block is aligned at least this much */
-#define NCLASS       49                       /* classes 1..48: 16 B .. 128 KiB; 0 is unused */
-#define SMALL_MAX    ((size_t)128 << 10)      /* larger blocks are page runs */
-#define ONEPAGE_MAX  ((size_t)16 << 10)       /* classes up to this live in one-page runs */
 #define LIVE_BITS    4096u                    /* bits in a small page's live bitmap */
 #define LIVE_BYTES   (LIVE_BITS / 8)
 #define GROW_STEP    ((size_t)4 << 20)        /* the range is made usable at least this much at a time */
@@ -123,57 +122,7 @@ enum {
 
 static inline remote_t *page_remote(const struct page *pg) { return (remote_t *)(void *)pg->live - 1; }
 
-/* ---- thread heaps ---- */
-#define HEAP_SPARES 4                 /* empty one-page runs a heap keeps instead of giving back */
-typedef struct heap {
-	/* owner only: the fast paths */
-	page_t *fast[NCLASS];           /* what the malloc fast path pops from: pages[] normally, always
-	                                   &page_empty when every call must take the slow path */
-	uint64_t n_malloc;              /* allocations this heap served */
-	uint64_t n_free;                /* frees this thread made */
-	uint64_t n_realloc;             /* realloc calls on this thread */
-	page_t *pages[NCLASS];          /* first page of each class list; &page_empty when none */
-	page_t *spare[HEAP_SPARES];     /* empty one-page runs kept for the next class that needs one */
-	int nspare;
-	/* touched by other threads: kept off the owner's cache lines */
-	_Alignas(64) _Atomic(page_t *) delayed; /* full pages that got a remote free */
-	_Atomic(int) abandoned;         /* 1 while no thread owns it */
-	pthread_mutex_t lock;           /* held by whoever acts for an abandoned heap */
-	struct heap *next_all;          /* every heap ever made (never freed) */
-	struct heap *next_abandoned;    /* the abandoned list */
-} heap_t;
-
-/* ---- configuration (config.c) ---- */
-enum { MODE_RESERVE = CONTIG_MODE_RESERVE, MODE_LAZY = CONTIG_MODE_LAZY, MODE_AUTO = CONTIG_MODE_AUTO };
-enum { COLL_SKIP = 0, COLL_ABORT = 1 };
-enum { STATS_OFF = 0, STATS_TEXT = 1, STATS_JSON = 2 };
-enum { LEAKS_OFF = 0, LEAKS_REPORT = 1, LEAKS_ERROR = 2 };
-enum { MMAP_NONE = 0, MMAP_RW = 1, MMAP_ALL = 2 };
-enum { LIMIT_NONE = 0, LIMIT_SIZE = 1, LIMIT_CGROUP = 2 };
-
-typedef struct config {
-	uintptr_t base;                 /* first address of the range */
-	size_t size;                    /* bytes */
-	int mode;                       /* MODE_* asked for */
-	int on_collision;               /* COLL_* */
-	int fallback_system;            /* 1: serve from outside the range when it cannot */
-	int limit_kind;                 /* LIMIT_* */
-	size_t limit;                   /* bytes (LIMIT_SIZE) */
-	uint32_t purge_ms;              /* delay before freed pages go back to the OS */
-	int mmap;                       /* MMAP_* */
-	int stats;                      /* STATS_* */
-	char stats_file[256];           /* CONTIG_STATS_FILE or "" */
-	int leaks;                      /* LEAKS_* */
-	int verbose;                    /* CONTIG_VERBOSE */
-	int check_maps;                 /* CONTIG_CHECK_MAPS: read /proc/self/maps before using reserved pages */
-} config_t;
-
-HIDDEN void config_defaults(config_t *c);
-HIDDEN void config_parse(config_t *c, char **envp);
-HIDDEN int config_parse_size(const char *s, size_t *out);
-HIDDEN int config_parse_addr(const char *s, uintptr_t *out);
-
-/* ---- global state ---- */
+/* ---- global state (common.c) ---- */
 typedef struct contig_global {
 	uintptr_t base;                 /* the range, fixed after init */
 	size_t size;
@@ -186,132 +135,14 @@ typedef struct contig_global {
 
 extern HIDDEN contig_global_t G;
 
+/* Locks of the library this thread holds: while non-zero it must not start a thread
+ * (pthread_create allocates, and would wait on a lock this thread holds). */
+extern HIDDEN __thread int locks_held __attribute__((tls_model("initial-exec")));
+
 static inline bool range_has(const void *p) { return (uintptr_t)p - G.base < G.size; }
 static inline size_t page_index(const void *p) { return ((uintptr_t)p - G.base) >> PAGE_SHIFT; }
 static inline page_t *page_of(const void *p) { return &G.pages[page_index(p)]; }
 static inline uintptr_t page_addr(size_t idx) { return G.base + (idx << PAGE_SHIFT); }
 static inline size_t page_idx(const page_t *pg) { return (size_t)(pg - G.pages); }
-
-HIDDEN void contig_init_slow(void);
-static inline void contig_ensure_init(void)
-{
-	if (unlikely(atomic_load_explicit(&G.state, memory_order_acquire) != 2))
-		contig_init_slow();
-}
-
-/* ---- fatal path and allocation-free formatting (fmt.c) ---- */
-HIDDEN NORETURN void fatal_pointer(const char *func, const void *p);
-HIDDEN NORETURN void fatal_msg(const char *func, const char *msg);
-HIDDEN NORETURN void fatal_assert(const char *file, int line, const char *cond);
-typedef struct fmtbuf { char *p; size_t left; char *start; } fmtbuf_t;
-HIDDEN void fmt_init(fmtbuf_t *b, char *buf, size_t n);
-HIDDEN void fmt_str(fmtbuf_t *b, const char *s);
-HIDDEN void fmt_char(fmtbuf_t *b, char c);
-HIDDEN void fmt_dec(fmtbuf_t *b, uint64_t v);
-HIDDEN void fmt_hex(fmtbuf_t *b, uint64_t v);
-HIDDEN void fmt_size(fmtbuf_t *b, uint64_t bytes);
-HIDDEN size_t fmt_len(const fmtbuf_t *b);
-HIDDEN void log_line(const char *line);      /* "libcontig: " + line + "\n" to stderr */
-HIDDEN void log_verbose(const char *line);   /* the same under CONTIG_VERBOSE */
-
-/* ---- size classes (heap.c) ---- */
-extern HIDDEN const uint32_t class_size[NCLASS];
-extern HIDDEN const uint8_t class_pages[NCLASS];
-extern HIDDEN const uint8_t class_lut[1025];
-static inline unsigned size_class(size_t n)
-{
-	if (likely(n <= ONEPAGE_MAX))
-		return class_lut[(n + 15) >> 4];
-	unsigned k = 63u - (unsigned)__builtin_clzl(n - 1);        /* 2^k < n <= 2^(k+1) */
-	return 8u + (k - 7u) * 4u + (unsigned)((n - 1) >> (k - 2)) - 4u + 1u;
-}
-
-/* ---- page runs and the range (region.c) ---- */
-enum { RUN_ZERO = 1 };             /* caller needs the memory zeroed (PK_MMAP: decommitted instead) */
-HIDDEN int region_init(void);
-HIDDEN page_t *region_alloc(size_t npages, uint8_t kind, int flags);
-HIDDEN void region_free(page_t *head);
-HIDDEN int region_resize(page_t *head, size_t newpages);
-HIDDEN page_t *region_trim(page_t *head, size_t lead, size_t keep);
-HIDDEN void region_set_limit_pages(size_t pages);
-/* served mappings (mmap.c) */
-enum { PC_FREE, PC_UNUSED, PC_HEAP, PC_MMAP, PC_FIXED, PC_FOREIGN };
-HIDDEN int region_classify(size_t i, page_t **head);
-HIDDEN void region_mmap_release(page_t *h, size_t a, size_t b);
-HIDDEN int region_fixed_take(size_t a, size_t b);
-HIDDEN void region_fixed_give_back(size_t i);
-HIDDEN void region_count_fallback(size_t bytes);
-HIDDEN size_t region_frontier(void);
-HIDDEN size_t region_purge(bool all);
-HIDDEN void region_maybe_purge(void);
-HIDDEN void region_lock(void);
-HIDDEN void region_unlock(void);
-HIDDEN void region_fork_child(void);
-HIDDEN uint64_t *region_bitmap_get(void);
-HIDDEN void region_bitmap_put(uint64_t *bm);
-HIDDEN void *meta_alloc(size_t bytes);         /* zeroed, never freed, outside the range */
-
-typedef struct region_stats {
-	size_t reserved, mapped, committed, committed_peak, purged, limit, limit_hits;
-	size_t large_bytes, large_blocks, mmap_bytes, fallback_bytes;
-	size_t collisions;
-	contig_collision_t coll[CONTIG_STATS_COLLISIONS];
-	int mode;
-} region_stats_t;
-HIDDEN void region_get_stats(region_stats_t *rs);
-HIDDEN void region_count_collision(uintptr_t addr, size_t len, contig_route_t route);
-
-/* ---- thread heaps and small blocks (heap.c) ---- */
-HIDDEN heap_t *heap_get(void);
-HIDDEN void *heap_alloc_small(size_t n);
-HIDDEN void *heap_alloc_class(unsigned cls);
-HIDDEN void heap_free_small(page_t *pg, void *p, const char *func);
-HIDDEN void heap_fork_prepare(void);
-HIDDEN void heap_fork_parent(void);
-HIDDEN void heap_fork_child(void);
-HIDDEN void heap_collect_all(void);
-HIDDEN void heap_count_calls(uint64_t *m, uint64_t *f, uint64_t *r);
-HIDDEN void heap_init_key(void);
-HIDDEN void heap_flush_remote(void);
-HIDDEN void heap_set_asked(page_t *pg, const void *p, size_t n);
-HIDDEN size_t heap_asked(const page_t *pg, const void *p);
-extern HIDDEN __thread heap_t *heap_tls __attribute__((tls_model("initial-exec")));
-extern HIDDEN heap_t heap_none;
-extern HIDDEN __thread int heap_locks_held __attribute__((tls_model("initial-exec")));
-
-/* ---- entry points (alloc.c) ---- */
-HIDDEN void *alloc_malloc(size_t n);
-HIDDEN void *alloc_calloc(size_t n, size_t m);
-HIDDEN void *alloc_realloc(void *p, size_t n);
-HIDDEN void *alloc_reallocarray(void *p, size_t n, size_t m);
-HIDDEN void alloc_free(void *p);
-HIDDEN void alloc_free_sized(void *p, size_t n);
-HIDDEN void alloc_free_aligned_sized(void *p, size_t align, size_t n);
-HIDDEN void *alloc_memalign(size_t align, size_t n);
-HIDDEN int alloc_posix_memalign(void **out, size_t align, size_t n);
-HIDDEN void *alloc_aligned_alloc(size_t align, size_t n);
-HIDDEN void *alloc_valloc(size_t n);
-HIDDEN void *alloc_pvalloc(size_t n);
-HIDDEN size_t alloc_usable_size(const void *p);
-HIDDEN int alloc_trim(size_t pad);
-
-/* ---- mapping calls served from the range (mmap.c) ---- */
-HIDDEN void *mm_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
-HIDDEN int mm_munmap(void *addr, size_t len);
-HIDDEN void *mm_mremap(void *old, size_t oldlen, size_t newlen, int flags, void *newaddr);
-HIDDEN int mm_mprotect(void *addr, size_t len, int prot);
-HIDDEN int mm_madvise(void *addr, size_t len, int advice);
-HIDDEN uint64_t mm_calls(void);
-
-/* ---- the memory cgroup (cgroup.c) ---- */
-HIDDEN size_t cgroup_memory_limit(char *where, size_t wn);
-
-/* ---- statistics and reports (stats.c) ---- */
-HIDDEN void stats_collect(contig_stats_t *st);
-HIDDEN void stats_report_exit(void);
-HIDDEN void stats_print_malloc_stats(void);
-
-/* ---- OS layer (os.c): the only place that issues mmap/munmap/mprotect/madvise ---- */
-#include "os.h"
 
 #endif

@@ -1,6 +1,7 @@
 /* config.c - the CONTIG_* environment, read once at initialisation. Never allocates; a bad value
  * never stops the program: one line names the variable, the value and what is used instead. */
-#include "common.h"
+#include "conf.h"
+#include "fmt.h"
 #include <string.h>
 
 #define DEFAULT_BASE  ((uintptr_t)0xf800000000)

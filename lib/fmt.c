@@ -1,6 +1,7 @@
 /* fmt.c - allocation-free formatting into caller buffers, the log lines, and the single fatal
  * path: format on the stack, write(2) "libcontig: func(): message", abort. */
-#include "common.h"
+#include "fmt.h"
+#include "os.h"
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>

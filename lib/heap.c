@@ -1,68 +1,10 @@
-/* heap.c - size classes, thread heaps and their pages of small blocks: refilling, remote frees
- * (mimalloc-style free-list sharding), full pages, thread exit and heap adoption, fork. */
-#include "common.h"
+/* heap.c - thread heaps and their pages of small blocks: refilling, remote frees (mimalloc-style
+ * free-list sharding), full pages, thread exit and heap adoption, fork. */
 #include "heap.h"
+#include "region.h"
+#include "range.h"
 #include <errno.h>
 #include <string.h>
-
-/* Four classes per doubling above 128 bytes; 16-byte steps below. Waste is at most 20% of the
- * block above 128 bytes, and below that at most the 15 bytes the 16-byte alignment costs. */
-const uint32_t class_size[NCLASS] = {
-	0, 16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448, 512, 640, 768, 896,
-	1024, 1280, 1536, 1792, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192, 10240, 12288,
-	14336, 16384, 20480, 24576, 28672, 32768, 40960, 49152, 57344, 65536, 81920, 98304, 114688,
-	131072 };
-/* Pages per run: one for classes with at least four blocks per 64 KiB page, else the fewest
- * pages that hold at least four blocks with at most 12.5% left over. */
-const uint8_t class_pages[NCLASS] = {
-	0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-	1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 4, 3, 4, 4, 5, 6, 7, 8 };
-/* size_class() for sizes up to 16 KiB, indexed by (n + 15) / 16 */
-const uint8_t class_lut[1025] = {
-	1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 13, 13, 14, 14, 14,
-	14, 15, 15, 15, 15, 16, 16, 16, 16, 17, 17, 17, 17, 17, 17, 17, 17, 18, 18, 18, 18, 18, 18, 18,
-	18, 19, 19, 19, 19, 19, 19, 19, 19, 20, 20, 20, 20, 20, 20, 20, 20, 21, 21, 21, 21, 21, 21, 21,
-	21, 21, 21, 21, 21, 21, 21, 21, 21, 22, 22, 22, 22, 22, 22, 22, 22, 22, 22, 22, 22, 22, 22, 22,
-	22, 23, 23, 23, 23, 23, 23, 23, 23, 23, 23, 23, 23, 23, 23, 23, 23, 24, 24, 24, 24, 24, 24, 24,
-	24, 24, 24, 24, 24, 24, 24, 24, 24, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25,
-	25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 26, 26, 26, 26, 26, 26, 26,
-	26, 26, 26, 26, 26, 26, 26, 26, 26, 26, 26, 26, 26, 26, 26, 26, 26, 26, 26, 26, 26, 26, 26, 26,
-	26, 27, 27, 27, 27, 27, 27, 27, 27, 27, 27, 27, 27, 27, 27, 27, 27, 27, 27, 27, 27, 27, 27, 27,
-	27, 27, 27, 27, 27, 27, 27, 27, 27, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28,
-	28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 28, 29, 29, 29, 29, 29, 29, 29,
-	29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29,
-	29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 29,
-	29, 29, 29, 29, 29, 29, 29, 29, 29, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30,
-	30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30,
-	30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30,
-	30, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31,
-	31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31,
-	31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 32, 32, 32, 32, 32, 32, 32,
-	32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32,
-	32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32,
-	32, 32, 32, 32, 32, 32, 32, 32, 32, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33,
-	33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33,
-	33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33,
-	33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33,
-	33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33,
-	33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 33, 34, 34, 34, 34, 34, 34, 34,
-	34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34,
-	34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34,
-	34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34,
-	34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34,
-	34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34, 34,
-	34, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35,
-	35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35,
-	35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35,
-	35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35,
-	35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35, 35,
-	35, 35, 35, 35, 35, 35, 35, 35, 35, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36,
-	36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36,
-	36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36,
-	36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36,
-	36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36,
-	36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36,
-};
 
 page_t page_empty;     /* what an empty class list points to: its free list is always NULL */
 /* A thread's heap before it has one: every fast path through it fails, and the slow path makes
@@ -70,7 +12,6 @@ page_t page_empty;     /* what an empty class list points to: its free list is a
 heap_t heap_none = { .fast = { [0 ... NCLASS - 1] = &page_empty } };
 __thread heap_t *heap_tls __attribute__((tls_model("initial-exec"))) = &heap_none;
 /* Heap locks (heaps_lock, a heap's lock) this thread holds: nothing that allocates may run then. */
-__thread int heap_locks_held __attribute__((tls_model("initial-exec")));
 
 static pthread_mutex_t heaps_lock = PTHREAD_MUTEX_INITIALIZER;
 static heap_t *heaps_all;
@@ -236,17 +177,17 @@ static void heap_destructor(void *arg);
 
 static heap_t *heap_create(void)
 {
-	contig_ensure_init();
+	CONTIG_ASSERT(atomic_load(&G.state) == 2);     /* the entry points initialised */
 	heap_t *h;
 	pthread_mutex_lock(&heaps_lock);
-	heap_locks_held++;
+	locks_held++;
 	h = heaps_abandoned;
 	if (h) {
 		heaps_abandoned = h->next_abandoned;
 		pthread_mutex_lock(&h->lock);
-		heap_locks_held++;
+		locks_held++;
 		atomic_store(&h->abandoned, 0);
-		heap_locks_held--;
+		locks_held--;
 		pthread_mutex_unlock(&h->lock);
 	} else {
 		h = meta_alloc(sizeof *h);
@@ -257,7 +198,7 @@ static heap_t *heap_create(void)
 			heaps_all = h;
 		}
 	}
-	heap_locks_held--;
+	locks_held--;
 	pthread_mutex_unlock(&heaps_lock);
 	if (!h) return NULL;
 	heap_tls = h;
@@ -310,15 +251,15 @@ static void heap_destructor(void *arg)
 	spares_flush(h);
 	heap_tls = &heap_none;
 	pthread_mutex_lock(&heaps_lock);
-	heap_locks_held++;
+	locks_held++;
 	pthread_mutex_lock(&h->lock);
-	heap_locks_held++;
+	locks_held++;
 	atomic_store(&h->abandoned, 1);
-	heap_locks_held--;
+	locks_held--;
 	pthread_mutex_unlock(&h->lock);
 	h->next_abandoned = heaps_abandoned;
 	heaps_abandoned = h;
-	heap_locks_held--;
+	locks_held--;
 	pthread_mutex_unlock(&heaps_lock);
 }
 
@@ -463,13 +404,13 @@ static void remote_push(page_t *pg, block_t *first, block_t *last)
 	if (unlikely(atomic_load_explicit(&h->abandoned, memory_order_acquire))) {
 		/* Nobody owns the heap: act for it, so its memory drains as frees arrive. */
 		if (pthread_mutex_trylock(&h->lock) == 0) {
-			heap_locks_held++;
+			locks_held++;
 			if (atomic_load(&h->abandoned)) {
 				drain_delayed(h);
 				if (!(pg->used & USED_UNLISTED) && pg->heap == h)
 					tidy_page(h, pg, false);
 			}
-			heap_locks_held--;
+			locks_held--;
 			pthread_mutex_unlock(&h->lock);
 		}
 	}
@@ -530,15 +471,15 @@ void heap_collect_all(void)
 		spares_flush(me);
 	}
 	pthread_mutex_lock(&heaps_lock);
-	heap_locks_held++;
+	locks_held++;
 	for (heap_t *h = heaps_abandoned; h; h = h->next_abandoned) {
 		pthread_mutex_lock(&h->lock);
-		heap_locks_held++;
+		locks_held++;
 		tidy_heap(h, false);
-		heap_locks_held--;
+		locks_held--;
 		pthread_mutex_unlock(&h->lock);
 	}
-	heap_locks_held--;
+	locks_held--;
 	pthread_mutex_unlock(&heaps_lock);
 }
 
@@ -546,13 +487,13 @@ void heap_count_calls(uint64_t *m, uint64_t *f, uint64_t *r)
 {
 	uint64_t a = 0, b = 0, c = 0;
 	pthread_mutex_lock(&heaps_lock);
-	heap_locks_held++;
+	locks_held++;
 	for (heap_t *h = heaps_all; h; h = h->next_all) {
 		a += h->n_malloc;
 		b += h->n_free;
 		c += h->n_realloc;
 	}
-	heap_locks_held--;
+	locks_held--;
 	pthread_mutex_unlock(&heaps_lock);
 	*m = a; *f = b; *r = c;
 }
@@ -562,12 +503,12 @@ void heap_fork_prepare(void)
 {
 	pthread_mutex_lock(&heaps_lock);
 	for (heap_t *h = heaps_all; h; h = h->next_all) pthread_mutex_lock(&h->lock);
-	region_lock();
+	range_lock();
 }
 
 void heap_fork_parent(void)
 {
-	region_unlock();
+	range_unlock();
 	for (heap_t *h = heaps_all; h; h = h->next_all) pthread_mutex_unlock(&h->lock);
 	pthread_mutex_unlock(&heaps_lock);
 }
@@ -587,5 +528,5 @@ void heap_fork_child(void)
 		}
 	}
 	pthread_mutex_init(&heaps_lock, NULL);
-	heap_locks_held = 0;
+	locks_held = 0;
 }

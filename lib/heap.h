@@ -1,9 +1,47 @@
-/* heap.h - the small-block fast paths, inline for alloc.c: pop from the page's free list, push
- * to its local list, with the live bitmap checked on every free. Slow paths are in heap.c. */
+/* heap.h - the thread heaps' interface: the heap structure, the slow paths (heap.c), and the
+ * small-block fast paths, inline for alloc.c: pop from the page's free list, push to its local
+ * list, with the live bitmap checked on every free. */
 #ifndef CONTIG_HEAP_H
 #define CONTIG_HEAP_H
 #include "common.h"
+#include "classes.h"
+#include "fmt.h"
 
+/* ---- thread heaps ---- */
+#define HEAP_SPARES 4                 /* empty one-page runs a heap keeps instead of giving back */
+typedef struct heap {
+	/* owner only: the fast paths */
+	page_t *fast[NCLASS];           /* what the malloc fast path pops from: pages[] normally, always
+	                                   &page_empty when every call must take the slow path */
+	uint64_t n_malloc;              /* allocations this heap served */
+	uint64_t n_free;                /* frees this thread made */
+	uint64_t n_realloc;             /* realloc calls on this thread */
+	page_t *pages[NCLASS];          /* first page of each class list; &page_empty when none */
+	page_t *spare[HEAP_SPARES];     /* empty one-page runs kept for the next class that needs one */
+	int nspare;
+	/* touched by other threads: kept off the owner's cache lines */
+	_Alignas(64) _Atomic(page_t *) delayed; /* full pages that got a remote free */
+	_Atomic(int) abandoned;         /* 1 while no thread owns it */
+	pthread_mutex_t lock;           /* held by whoever acts for an abandoned heap */
+	struct heap *next_all;          /* every heap ever made (never freed) */
+	struct heap *next_abandoned;    /* the abandoned list */
+} heap_t;
+
+HIDDEN heap_t *heap_get(void);
+HIDDEN void *heap_alloc_small(size_t n);
+HIDDEN void *heap_alloc_class(unsigned cls);
+HIDDEN void heap_free_small(page_t *pg, void *p, const char *func);
+HIDDEN void heap_fork_prepare(void);
+HIDDEN void heap_fork_parent(void);
+HIDDEN void heap_fork_child(void);
+HIDDEN void heap_collect_all(void);
+HIDDEN void heap_count_calls(uint64_t *m, uint64_t *f, uint64_t *r);
+HIDDEN void heap_init_key(void);
+HIDDEN void heap_flush_remote(void);
+HIDDEN void heap_set_asked(page_t *pg, const void *p, size_t n);
+HIDDEN size_t heap_asked(const page_t *pg, const void *p);
+extern HIDDEN __thread heap_t *heap_tls __attribute__((tls_model("initial-exec")));
+extern HIDDEN heap_t heap_none;
 extern HIDDEN page_t page_empty;
 
 static inline uint64_t *live_word(const page_t *pg, uintptr_t off, uint64_t *mask)

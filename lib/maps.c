@@ -1,5 +1,6 @@
 /* maps.c - reads /proc/self/maps without stdio or malloc, for finding foreign mappings in the range. */
 #include "common.h"
+#include "os.h"
 #include "maps.h"
 
 static int hexval(char c)

@@ -1,6 +1,12 @@
 /* mmap.c - the mapping calls: private anonymous mmap served from the range, and every call that
  * could place, change or remove a mapping inside it checked against who owns those pages. */
-#include "common.h"
+#include "mmap.h"
+#include "alloc.h"
+#include "region.h"
+#include "range.h"
+#include "init.h"
+#include "fmt.h"
+#include "os.h"
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -148,7 +154,7 @@ static void *fixed_mmap(void *addr, size_t len, int prot, int flags, int fd, off
 	bool noreplace = (flags & MAP_FIXED_NOREPLACE) && !(flags & MAP_FIXED);
 	if (s.heap) {
 		refuse_line("mmap", a, len, "it would replace live heap blocks");
-		region_count_collision(a, len, CONTIG_ROUTE_MMAP);
+		range_count_collision(a, len, CONTIG_ROUTE_MMAP);
 		return fail(noreplace ? EEXIST : ENOMEM);
 	}
 	if (noreplace && (s.mine || s.fixed || s.foreign)) return fail(EEXIST);
@@ -171,7 +177,7 @@ static void *fixed_mmap(void *addr, size_t len, int prot, int flags, int fd, off
 		fmt_hex(&b, a);
 		fmt_str(&b, " over free range pages: honoured, the pages are the caller's until unmapped");
 		log_verbose(buf);
-		region_count_collision(a, len, CONTIG_ROUTE_MMAP);
+		range_count_collision(a, len, CONTIG_ROUTE_MMAP);
 	}
 	return p;
 }
@@ -259,11 +265,11 @@ static void unmap_served(page_t *h, uintptr_t lo, uintptr_t hi)
 	size_t bits = ((size_t)h->npages << PAGE_SHIFT) / OS_PAGE;
 	if (!h->holes) h->holes = meta_alloc((bits + 63) / 64 * 8);     /* zeroed, outside the range */
 	if (!h->holes) return;                  /* no memory for the bitmap: kept until exit */
-	region_lock();
+	range_lock();
 	for (size_t i = (lo - start) / OS_PAGE; i < (hi - start) / OS_PAGE; i++)
 		h->holes[i >> 6] |= 1ull << (i & 63);
 	bool gone = holes_all(h->holes, h->map_lo / OS_PAGE, h->map_hi / OS_PAGE);
-	region_unlock();
+	range_unlock();
 	if (gone) region_mmap_release(h, idx, idx + h->npages);
 }
 
@@ -280,7 +286,7 @@ int mm_munmap(void *addr, size_t len)
 	survey(pa, pb, &s);
 	if (s.heap) {
 		refuse_line("munmap", a, len, "the pages hold live heap blocks");
-		region_count_collision(a, len, CONTIG_ROUTE_MMAP);
+		range_count_collision(a, len, CONTIG_ROUTE_MMAP);
 		errno = EINVAL;
 		return -1;
 	}
@@ -332,7 +338,7 @@ static int check_own(const char *call, uintptr_t a, size_t len, bool mark_prot)
 	survey(pa, pb, &s);
 	if (s.heap && !(s.heap == (int)(pb - pa) && inside_one_block(a, len))) {
 		refuse_line(call, a, len, "the pages hold heap blocks the caller does not own");
-		region_count_collision(a, len, CONTIG_ROUTE_MMAP);
+		range_count_collision(a, len, CONTIG_ROUTE_MMAP);
 		return EACCES;
 	}
 	if (s.free) {
@@ -374,7 +380,7 @@ void *mm_mremap(void *old, size_t oldlen, size_t newlen, int flags, void *newadd
 	contig_ensure_init();
 	if ((flags & MREMAP_FIXED) && overlaps_range((uintptr_t)newaddr, newlen)) {
 		refuse_line("mremap", (uintptr_t)newaddr, newlen, "MREMAP_FIXED into the range is not supported");
-		region_count_collision((uintptr_t)newaddr, newlen, CONTIG_ROUTE_MMAP);
+		range_count_collision((uintptr_t)newaddr, newlen, CONTIG_ROUTE_MMAP);
 		return fail(EINVAL);
 	}
 	if (!overlaps_range(o, oldlen ? oldlen : 1)) {
@@ -387,7 +393,7 @@ void *mm_mremap(void *old, size_t oldlen, size_t newlen, int flags, void *newadd
 	int kind = region_classify(pidx(o), &h);
 	if (kind != PC_MMAP) {
 		refuse_line("mremap", o, oldlen, "not a mapping the caller got from mmap");
-		if (kind == PC_HEAP) region_count_collision(o, oldlen, CONTIG_ROUTE_MMAP);
+		if (kind == PC_HEAP) range_count_collision(o, oldlen, CONTIG_ROUTE_MMAP);
 		return fail(EFAULT);
 	}
 	oldlen = align_up(oldlen, OS_PAGE);

@@ -1,7 +1,12 @@
 /* stats.c - statistics gathered from the page descriptors and the heaps, the exit summary
  * (text or JSON), and the leak report. Formats on the stack; never allocates. */
-#include "common.h"
+#include "stats.h"
+#include "init.h"
 #include "heap.h"
+#include "region.h"
+#include "mmap.h"
+#include "fmt.h"
+#include "os.h"
 #include "maps.h"
 #include <stdio.h>
 #include <string.h>
@@ -232,6 +237,9 @@ static void print_leaks(out_t *o, leaks_t *l)
 		LINE(o, fmt_str(b, "libcontig:   leaked "); fmt_dec(b, l->top_size[i]); fmt_str(b, " bytes at ");
 		     fmt_hex(b, l->top_addr[i]));
 }
+
+/* The reports run from the library's destructor, after the program's own exit handlers. */
+__attribute__((destructor)) static void stats_destructor(void) { stats_report_exit(); }
 
 void stats_report_exit(void)
 {

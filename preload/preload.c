@@ -4,7 +4,9 @@
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
-#include "common.h"
+#include "alloc.h"
+#include "mmap.h"
+#include "stats.h"
 
 #define PUBLIC __attribute__((visibility("default")))
 

@@ -10,7 +10,11 @@
  * Each input is one independent program: a stream of operations read byte by byte; at its end
  * every live block and mapping of the model is checked and released, and the statistics must
  * come back to what they were. Any disagreement prints what was expected and aborts. */
-#include "common.h"
+#include "alloc.h"
+#include "mmap.h"
+#include "heap.h"
+#include "region.h"
+#include "init.h"
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>

@@ -3,7 +3,9 @@
 #               (README says which and why); non-zero exit on any finding, for CI
 # tests/lint/sanitizers.sh (called by CI, not by make) builds an ASan/UBSan tree and runs the
 # unit runner.
-EXTRA_DIST += lint/README lint/lint.sh lint/sanitizers.sh lint/tidy-checks lint/tidy.supp lint/cppcheck.supp
+# lint/layers.sh runs in make check: the core's includes follow the layer table of docs/design.md.
+TESTS += lint/layers.sh
+EXTRA_DIST += lint/layers.sh lint/README lint/lint.sh lint/sanitizers.sh lint/tidy-checks lint/tidy.supp lint/cppcheck.supp
 .PHONY: lint
 lint:
 	$(SHELL) $(srcdir)/lint/lint.sh $(top_srcdir) $(top_builddir)

@@ -1,6 +1,6 @@
 /* test-classes.c - size classes: every size maps to the smallest class that holds it, waste is
  * bounded, and runs hold enough blocks. */
-#include "common.h"
+#include "classes.h"
 #include "suites.h"
 
 START_TEST(smallest_class_that_fits)

@@ -1,6 +1,9 @@
 /* test-heap.c - thread heaps: small blocks in range and aligned, reuse, remote frees from other
  * threads, thread exit handing memory back, and the misuse that must abort. */
-#include "common.h"
+#include "alloc.h"
+#include "heap.h"
+#include "region.h"
+#include "init.h"
 #include "suites.h"
 #include <pthread.h>
 #include <signal.h>

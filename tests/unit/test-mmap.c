@@ -1,6 +1,9 @@
 /* test-mmap.c - anonymous mappings served from the range: zeroed, partial unmaps, growth in
  * place, fixed mappings over free pages honoured and over heap blocks refused. */
-#include "common.h"
+#include "mmap.h"
+#include "alloc.h"
+#include "region.h"
+#include "init.h"
 #include "suites.h"
 #include <errno.h>
 #include <string.h>

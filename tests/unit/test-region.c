@@ -1,6 +1,9 @@
 /* test-region.c - runs of pages: allocation inside the range, coalescing, resizing in place,
  * committed accounting, purging and the limit. */
-#include "common.h"
+#include "region.h"
+#include "range.h"
+#include "init.h"
+#include "alloc.h"
 #include "suites.h"
 #include <errno.h>
 #include <string.h>

@@ -1,0 +1,51 @@
+/* api.c - the public contig_* API (contig.h): ownership, the range, statistics, purging, the
+ * collision callback, the version. The top of the core: it may call every layer below. */
+#include "init.h"
+#include "heap.h"
+#include "range.h"
+#include "region.h"
+#include "stats.h"
+#include <errno.h>
+#include <string.h>
+
+EXPORT int contig_owns(const void *p) { return range_has(p); }
+
+EXPORT void *contig_base(void)
+{
+	contig_ensure_init();
+	return (void *)G.cfg.base;
+}
+
+EXPORT size_t contig_size(void)
+{
+	contig_ensure_init();
+	return G.size;
+}
+
+EXPORT int contig_get_stats(contig_stats_t *st)
+{
+	if (!st || st->size < offsetof(contig_stats_t, calls_malloc)) { errno = EINVAL; return -1; }
+	contig_ensure_init();
+	contig_stats_t full;
+	full.size = sizeof full;
+	stats_collect(&full);
+	size_t n = st->size < sizeof full ? st->size : sizeof full;
+	memcpy(st, &full, n);
+	st->size = n;
+	return 0;
+}
+
+EXPORT size_t contig_purge(void)
+{
+	contig_ensure_init();
+	heap_collect_all();
+	return region_purge(true);
+}
+
+EXPORT const char *contig_version(void) { return CONTIG_VERSION_STRING; }
+
+EXPORT void contig_set_collision_callback(contig_collision_fn fn, void *arg)
+{
+	contig_ensure_init();
+	range_set_collision_callback(fn, arg);
+}

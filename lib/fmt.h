@@ -1,0 +1,21 @@
+/* fmt.h - allocation-free formatting into caller buffers, the log lines and the one fatal path
+ * (fmt.c). Usable from every layer: nothing here allocates or takes a lock. */
+#ifndef CONTIG_FMT_H
+#define CONTIG_FMT_H
+
+#include "common.h"
+
+HIDDEN NORETURN void fatal_pointer(const char *func, const void *p);
+HIDDEN NORETURN void fatal_msg(const char *func, const char *msg);
+typedef struct fmtbuf { char *p; size_t left; char *start; } fmtbuf_t;
+HIDDEN void fmt_init(fmtbuf_t *b, char *buf, size_t n);
+HIDDEN void fmt_str(fmtbuf_t *b, const char *s);
+HIDDEN void fmt_char(fmtbuf_t *b, char c);
+HIDDEN void fmt_dec(fmtbuf_t *b, uint64_t v);
+HIDDEN void fmt_hex(fmtbuf_t *b, uint64_t v);
+HIDDEN void fmt_size(fmtbuf_t *b, uint64_t bytes);
+HIDDEN size_t fmt_len(const fmtbuf_t *b);
+HIDDEN void log_line(const char *line);      /* "libcontig: " + line + "\n" to stderr */
+HIDDEN void log_verbose(const char *line);   /* the same under CONTIG_VERBOSE */
+
+#endif

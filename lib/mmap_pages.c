@@ -1,0 +1,114 @@
+/* mmap_pages.c - who owns each page a mapping call touches (free, beyond the frontier, a heap
+ * block, a served mapping, a caller's fixed mapping, foreign), and the page side of served
+ * mappings: giving unmapped pages back to the runs, taking free pages for a caller's MAP_FIXED.
+ * The page layer's half of mmap.c; runs under the range lock. */
+#include "region_int.h"
+#include "os.h"
+
+static int classify_locked(size_t i, page_t **head)
+{
+	page_t *pg = P(i);
+	*head = NULL;
+	if (pg->kind == PK_MMAP_FIXED) return PC_FIXED;
+	if (pg->kind == PK_FOREIGN) return PC_FOREIGN;
+	if (i >= range_frontier()) return PC_UNUSED;
+	if (pg->kind == PK_FREE || pg->kind == PK_CONT) {
+		if (free_run_holding(i) != SIZE_MAX) return PC_FREE;
+	}
+	page_t *h = pg->kind == PK_CONT ? pg - pg->head_off : pg;
+	*head = h;
+	if (h->kind == PK_MMAP) return PC_MMAP;
+	if (h->kind == PK_SMALL || h->kind == PK_LARGE) return PC_HEAP;
+	return PC_FREE;
+}
+
+int region_classify(size_t i, page_t **head)
+{
+	range_lock();
+	int c = classify_locked(i, head);
+	range_unlock();
+	return c;
+}
+
+/* Give pages [a, b) of served mapping h back to the heap: our mapping goes back over them, they
+ * read as zero, and they join the free runs. What is left after b becomes a run of its own. */
+void region_mmap_release(page_t *h, size_t a, size_t b)
+{
+	size_t idx = page_idx(h), end = idx + h->npages;
+	range_lock();
+	range_restore(a, b);
+	if (b < end) {
+		page_t *t = P(b);
+		size_t cut = (b - idx) << PAGE_SHIFT;
+		size_t lo = h->map_lo, hi = h->map_hi;
+		t->kind = PK_MMAP;
+		t->npages = (uint32_t)(end - b);
+		t->head_off = 0;
+		for (size_t i = b + 1; i < end; i++) P(i)->head_off = (uint32_t)(i - b);
+		t->map_lo = lo > cut ? lo - cut : 0;
+		t->map_hi = hi > cut ? hi - cut : 0;
+		t->holes = NULL;                        /* runs with holes are released whole */
+	}
+	if (a > idx) {
+		h->npages = (uint32_t)(a - idx);
+		if (h->map_hi > ((a - idx) << PAGE_SHIFT)) h->map_hi = (a - idx) << PAGE_SHIFT;
+	}
+	for (size_t i = a; i < b; i++) {
+		if (P(i)->flags & PF_DIRTY) R.committed--;
+		P(i)->flags &= (uint8_t)~(PF_DIRTY | PF_PROT);
+	}
+	R.mmap_bytes -= (b - a) << PAGE_SHIFT;
+	P(a)->kind = PK_FREE;
+	run_insert_free(a, b - a, CLEAN_STAMP, false);
+	range_unlock();
+}
+
+/* Pages [a, b) become the caller's for a MAP_FIXED mapping: each must be free or beyond the
+ * frontier (or the caller's fixed pages already). 0, or -1 when one is not. */
+int region_fixed_take(size_t a, size_t b)
+{
+	page_t *hd;
+	range_lock();
+	for (size_t i = a; i < b; i++) {
+		int c = classify_locked(i, &hd);
+		if (c != PC_FREE && c != PC_UNUSED && c != PC_FIXED) { range_unlock(); return -1; }
+	}
+	for (size_t i = a; i < b;) {
+		if (P(i)->kind == PK_MMAP_FIXED || i >= range_frontier()) {
+			if (P(i)->kind != PK_MMAP_FIXED) { P(i)->kind = PK_MMAP_FIXED; P(i)->npages = 0; }
+			i++;
+			continue;
+		}
+		size_t s = free_run_holding(i);
+		size_t e = s + P(s)->npages;
+		bool dirty = P(s)->flags & PF_RUNDIRTY;
+		uint32_t stamp = P(s)->stamp;
+		size_t stop = e < b ? e : b;
+		bin_remove(s);
+		for (size_t k = i; k < stop; k++) {
+			if (P(k)->flags & PF_DIRTY) { R.committed--; os_decommit(page_addr(k), PAGE_SIZE); }
+			P(k)->flags &= (uint8_t)~(PF_DIRTY | PF_RUNDIRTY | PF_NONE);
+			P(k)->kind = PK_MMAP_FIXED;
+			P(k)->npages = 0;
+		}
+		if (s < i) { P(s)->kind = PK_FREE; run_insert_free(s, i - s, stamp, dirty); }
+		if (stop < e) { P(stop)->kind = PK_FREE; run_insert_free(stop, e - stop, stamp, dirty); }
+		i = stop;
+	}
+	range_unlock();
+	return 0;
+}
+
+/* The caller unmapped all of fixed page i: it is ours again. */
+void region_fixed_give_back(size_t i)
+{
+	range_lock();
+	range_restore(i, i + 1);
+	if (i < range_frontier()) {
+		P(i)->kind = PK_FREE;
+		P(i)->flags &= (uint8_t)~(PF_DIRTY | PF_PROT);
+		run_insert_free(i, 1, CLEAN_STAMP, false);
+	} else
+		P(i)->kind = PK_UNUSED;
+	range_unlock();
+}

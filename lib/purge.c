@@ -1,0 +1,195 @@
+/* purge.c - freed pages go back to the OS: decay by CONTIG_PURGE_MS, the background purger
+ * thread, purging now (malloc_trim, contig_purge), and the limit on committed pages. Part of
+ * the page layer: runs under the range lock, walking the free bins of runs.c. */
+#include "region_int.h"
+#include "cgroup.h"
+#include "fmt.h"
+#include "os.h"
+#include <time.h>
+
+static pthread_cond_t purge_cond = PTHREAD_COND_INITIALIZER;
+static int purger;                  /* 0 none, 1 starting or running */
+static int purger_idle;             /* the purger waits with no deadline */
+
+void purge_fork_child(void)
+{
+	/* the purger did not come along: the child starts its own when it frees pages */
+	purger = purger_idle = 0;
+}
+
+static size_t purge_run(size_t idx)
+{
+	page_t *h = P(idx);
+	size_t n = h->npages, done = 0;
+	for (size_t i = idx; i < idx + n;) {
+		if (!(P(i)->flags & PF_DIRTY)) { i++; continue; }
+		size_t j = i;
+		while (j < idx + n && (P(j)->flags & PF_DIRTY)) P(j++)->flags &= (uint8_t)~PF_DIRTY;
+		os_decommit(page_addr(i), (j - i) << PAGE_SHIFT);
+		done += j - i;
+		i = j;
+	}
+	h->flags &= (uint8_t)~PF_RUNDIRTY;
+	h->stamp = CLEAN_STAMP;
+	R.dirty_runs--;
+	R.committed -= done;
+	R.purged += done;
+	return done;
+}
+
+/* Purge the free runs freed at least purge_ms ago (all of them when all). */
+size_t purge_locked(bool all)
+{
+	uint64_t now = os_now_ms();
+	uint64_t next = UINT64_MAX;
+	size_t done = 0;
+	if (!R.dirty_runs) { R.next_purge = UINT64_MAX; return 0; }
+	for (unsigned b = 0; b < NBINS; b++) {
+		for (uint32_t i = R.bin[b]; i; i = P(i - 1)->next) {
+			page_t *h = P(i - 1);
+			if (!(h->flags & PF_RUNDIRTY)) continue;
+			uint32_t age = (uint32_t)now - h->stamp;        /* wraps safely every 49 days */
+			if (all || age >= G.cfg.purge_ms)
+				done += purge_run(i - 1);
+			else if (now + (G.cfg.purge_ms - age) < next)
+				next = now + (G.cfg.purge_ms - age);
+		}
+	}
+	R.next_purge = next;
+	return done;
+}
+
+void maybe_purge_locked(void)
+{
+	if (R.next_purge != UINT64_MAX && os_now_ms() >= R.next_purge)
+		purge_locked(false);
+}
+
+size_t region_purge(bool all)
+{
+	range_lock();
+	size_t n = purge_locked(all);
+	range_unlock();
+	return n << PAGE_SHIFT;
+}
+
+/* A free run just became dirty: it is due purge_ms from now, and an idle purger must know. */
+void purge_due_locked(void)
+{
+	uint64_t due = os_now_ms() + G.cfg.purge_ms;
+	if (due < R.next_purge) R.next_purge = due;
+	if (purger_idle) pthread_cond_signal(&purge_cond);
+}
+
+/* Taking n more clean pages would pass the limit: purge everything free first. True when the
+ * n pages fit then (every free page is clean now); false, counted and logged, when not. */
+bool limit_make_room_locked(size_t n)
+{
+	purge_locked(true);
+	if (R.committed + n <= R.limit) return true;
+	R.limit_hits++;
+	if (G.cfg.verbose) log_line("CONTIG_LIMIT reached: allocation refused with ENOMEM");
+	return false;
+}
+
+void region_set_limit_pages(size_t pages) { R.limit = pages; }
+
+void purge_init_limit(void)
+{
+	const config_t *c = &G.cfg;
+	char buf[300];
+	fmtbuf_t b;
+
+	if (c->limit_kind == LIMIT_SIZE)
+		R.limit = align_up(c->limit, PAGE_SIZE) >> PAGE_SHIFT;
+	else if (c->limit_kind == LIMIT_CGROUP) {
+		char where[300] = "";
+		size_t lim = cgroup_memory_limit(where, sizeof where);
+		fmt_init(&b, buf, sizeof buf);
+		if (!lim) {
+			fmt_str(&b, "CONTIG_LIMIT=cgroup: the process's memory cgroup has no limit; no limit");
+		} else {
+			/* Headroom for what the cgroup charges that is not the heap: binaries, stacks,
+			 * page cache, other processes. An eighth of the limit, at least 16 MiB. */
+			size_t head = lim / 8 < ((size_t)16 << 20) ? ((size_t)16 << 20) : lim / 8;
+			size_t eff = lim > 2 * head ? lim - head : lim / 2;
+			R.limit = eff >> PAGE_SHIFT;
+			if (!R.limit) R.limit = 1;
+			fmt_str(&b, "CONTIG_LIMIT=cgroup: ");
+			fmt_str(&b, where);
+			fmt_str(&b, " is ");
+			fmt_size(&b, lim);
+			fmt_str(&b, "; heap limit ");
+			fmt_size(&b, R.limit << PAGE_SHIFT);
+			fmt_str(&b, " (headroom ");
+			fmt_size(&b, lim - (R.limit << PAGE_SHIFT));
+			fmt_char(&b, ')');
+		}
+		log_verbose(buf);
+	}
+
+}
+
+/* The purger: freed pages go back to the OS within purge_ms even when the program makes no
+ * further call. Started on the first free of pages; never touches the heaps. */
+static void *purger_main(void *arg)
+{
+	(void)arg;
+	range_lock();
+	for (;;) {
+		maybe_purge_locked();
+		if (R.next_purge == UINT64_MAX) {
+			/* Nothing dirty: linger a little, then end, so that the purger never keeps a
+			 * process alive whose last thread has gone (pthread_exit from main, a child
+			 * forked from a thread). The next free of pages starts it again. */
+			struct timespec ts;
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_nsec += 200000000L;
+			if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
+			purger_idle = 1;
+			range_wait(&purge_cond, &ts);
+			purger_idle = 0;
+			if (R.next_purge == UINT64_MAX) {
+				purger = 0;
+				range_unlock();
+				return NULL;
+			}
+			continue;
+		}
+		uint64_t due = R.next_purge;
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		uint64_t now = os_now_ms();
+		uint64_t wait = due > now ? due - now : 0;
+		ts.tv_sec += (time_t)(wait / 1000);
+		ts.tv_nsec += (long)(wait % 1000) * 1000000L + 2000000L;   /* past the coarse clock's tick */
+		while (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
+		range_wait(&purge_cond, &ts);
+	}
+	return NULL;
+}
+
+void purger_start(void)
+{
+	pthread_condattr_t ca;
+	pthread_attr_t at;
+	pthread_t t;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&purge_cond, &ca);
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&at, 64 << 10);
+	if (pthread_create(&t, &at, purger_main, NULL) != 0) purger = 0;
+	pthread_attr_destroy(&at);
+}
+
+/* After pages were freed: start the purger when none runs and it may be started here: not
+ * while leaks are tracked (its TLS would show as a leak), nor while this thread holds a library
+ * lock (pthread_create allocates). */
+bool purger_wanted_locked(void)
+{
+	if (purger || !R.dirty_runs || !G.cfg.purge_ms || G.slow_only || locks_held) return false;
+	purger = 1;
+	return true;
+}

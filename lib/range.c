@@ -1,0 +1,436 @@
+/* range.c - the range: the page descriptors, the reservation at start, growth (commit or lazy
+ * mapping), foreign mappings and collisions on every route, the maps audit before reserved pages
+ * are used, and the library's metadata. Everything here runs under the one range lock. */
+#include "range.h"
+#include "fmt.h"
+#include "maps.h"
+#include "os.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+static pthread_mutex_t rlock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct {
+	size_t frontier;            /* pages [0, frontier) are usable, allocated or foreign */
+	size_t reserved_end;        /* pages [0, reserved_end) lie in our PROT_NONE reservation */
+	int mode;                   /* the mode in force */
+	size_t reserved_bytes;      /* reserved PROT_NONE at start */
+	size_t ncoll;               /* collisions found */
+	contig_collision_t coll[CONTIG_STATS_COLLISIONS];
+	size_t notified;            /* collisions passed to the callback */
+	char *meta_cur, *meta_end;  /* metadata bump area */
+} R;
+
+static contig_collision_fn coll_fn;
+static void *coll_arg;
+
+void range_lock(void) { pthread_mutex_lock(&rlock); }
+void range_unlock(void) { pthread_mutex_unlock(&rlock); }
+void range_fork_child(void) { pthread_mutex_init(&rlock, NULL); }
+void range_wait(pthread_cond_t *c, const struct timespec *until) { pthread_cond_timedwait(c, &rlock, until); }
+
+size_t range_frontier(void) { return R.frontier; }
+size_t range_reserved_end(void) { return R.reserved_end; }
+
+static inline page_t *P(size_t idx) { return &G.pages[idx]; }
+
+/* ---- metadata: never freed, outside the range ---- */
+void *meta_alloc_locked(size_t bytes)
+{
+	bytes = align_up(bytes, 64);
+	if ((size_t)(R.meta_end - R.meta_cur) < bytes) {
+		size_t chunk = align_up(bytes > ((size_t)1 << 20) ? bytes : ((size_t)1 << 20), OS_PAGE);
+		char *m = os_map_meta(chunk, G.cfg.base, G.cfg.base + (G.npages << PAGE_SHIFT));
+		if (!m) return NULL;
+		R.meta_cur = m;
+		R.meta_end = m + chunk;
+	}
+	void *p = R.meta_cur;
+	R.meta_cur += bytes;
+	return p;
+}
+
+void *meta_alloc(size_t bytes)
+{
+	range_lock();
+	void *p = meta_alloc_locked(bytes);
+	range_unlock();
+	return p;
+}
+
+/* ---- collisions ---- */
+static const char *route_name(contig_route_t r)
+{
+	switch (r) {
+	case CONTIG_ROUTE_START: return "at start";
+	case CONTIG_ROUTE_GROW: return "while growing lazily";
+	case CONTIG_ROUTE_MMAP: return "through an mmap-family call";
+	case CONTIG_ROUTE_MAPS: return "in /proc/self/maps before using reserved pages";
+	}
+	return "?";
+}
+
+static void collision_locked(uintptr_t lo, uintptr_t hi, contig_route_t route, const char *mapsline)
+{
+	if (R.ncoll < CONTIG_STATS_COLLISIONS) {
+		R.coll[R.ncoll].addr = lo;
+		R.coll[R.ncoll].len = hi - lo;
+		R.coll[R.ncoll].route = route;
+	}
+	R.ncoll++;
+	if (G.cfg.verbose || G.cfg.on_collision == COLL_ABORT) {
+		char buf[400];
+		fmtbuf_t b;
+		fmt_init(&b, buf, sizeof buf);
+		fmt_str(&b, "collision: foreign mapping ");
+		fmt_hex(&b, lo);
+		fmt_char(&b, '-');
+		fmt_hex(&b, hi);
+		fmt_str(&b, " inside the range, found ");
+		fmt_str(&b, route_name(route));
+		if (mapsline && *mapsline) {
+			fmt_str(&b, "; /proc/self/maps: ");
+			fmt_str(&b, mapsline);
+		}
+		fmt_str(&b, G.cfg.on_collision == COLL_ABORT ? "; CONTIG_ON_COLLISION=abort" : "; skipped");
+		log_line(buf);
+	}
+	if (G.cfg.on_collision == COLL_ABORT)
+		abort();
+}
+
+void range_count_collision(uintptr_t addr, size_t len, contig_route_t route)
+{
+	range_lock();
+	collision_locked(addr, addr + len, route, NULL);
+	range_unlock();
+	range_notify_collisions();
+}
+
+void range_notify_collisions(void)
+{
+	/* Called without the lock, so the callback may allocate. */
+	contig_collision_fn fn = coll_fn;
+	if (!fn) return;
+	for (;;) {
+		contig_collision_t c;
+		range_lock();
+		if (R.notified >= R.ncoll || R.notified >= CONTIG_STATS_COLLISIONS) {
+			R.notified = R.ncoll;
+			range_unlock();
+			return;
+		}
+		c = R.coll[R.notified++];
+		range_unlock();
+		fn(&c, coll_arg);
+	}
+}
+
+void range_set_collision_callback(contig_collision_fn fn, void *arg)
+{
+	range_lock();
+	coll_arg = arg;
+	coll_fn = fn;
+	range_unlock();
+	range_notify_collisions();
+}
+
+/* Mark pages touching [lo, hi) foreign. Only pages beyond the frontier or not yet usable can be
+ * touched by a foreign mapping, since everything the library made usable is mapped by it. */
+static void mark_foreign(uintptr_t lo, uintptr_t hi)
+{
+	if (lo < G.base) lo = G.base;
+	if (hi > G.base + (G.npages << PAGE_SHIFT)) hi = G.base + (G.npages << PAGE_SHIFT);
+	if (lo >= hi) return;
+	size_t a = (lo - G.base) >> PAGE_SHIFT, b = (align_up(hi, PAGE_SIZE) - G.base) >> PAGE_SHIFT;
+	for (size_t i = a; i < b; i++) {
+		if (P(i)->kind == PK_UNUSED || P(i)->kind == PK_FOREIGN) {
+			P(i)->kind = PK_FOREIGN;
+			P(i)->npages = 0;
+		}
+	}
+}
+
+typedef struct foreign_scan {
+	contig_route_t route;
+	int own_reserved;           /* PROT_NONE anonymous areas are ours (reservation), not foreign */
+	int found;
+	uintptr_t lo, hi;
+} foreign_scan_t;
+
+static int foreign_cb(const maps_entry_t *m, void *arg)
+{
+	foreign_scan_t *fs = arg;
+	if (fs->own_reserved && m->anon && m->perms[0] == '-' && m->perms[1] == '-' && m->perms[2] == '-')
+		return 0;
+	uintptr_t lo = m->lo < fs->lo ? fs->lo : m->lo;
+	uintptr_t hi = m->hi > fs->hi ? fs->hi : m->hi;
+	bool known = true;
+	for (uintptr_t a = align_down(lo, PAGE_SIZE); a < hi && known; a += PAGE_SIZE) {
+		uint8_t k = G.pages[(a - G.base) >> PAGE_SHIFT].kind;
+		known = k == PK_FOREIGN || k == PK_MMAP_FIXED;
+	}
+	if (known) return 0;                   /* found before: recorded once */
+	mark_foreign(lo, hi);
+	collision_locked(lo, hi, fs->route, m->line);
+	fs->found++;
+	return 0;
+}
+
+/* Scan [lo, hi) for foreign mappings, mark and record them. Returns how many were found. */
+static int scan_foreign(uintptr_t lo, uintptr_t hi, contig_route_t route, int own_reserved)
+{
+	foreign_scan_t fs = { route, own_reserved, 0, lo, hi };
+	maps_scan(lo, hi, foreign_cb, &fs);
+	return fs.found;
+}
+/* ---- growth ---- */
+typedef struct overlap { uintptr_t lo, hi; char line[200]; int found; } overlap_t;
+
+static int overlap_cb(const maps_entry_t *m, void *arg)
+{
+	overlap_t *o = arg;
+	o->lo = m->lo;
+	o->hi = m->hi;
+	size_t n = strlen(m->line);
+	if (n >= sizeof o->line) n = sizeof o->line - 1;
+	memcpy(o->line, m->line, n);
+	o->line[n] = 0;
+	o->found = 1;
+	return 1;
+}
+
+/* Make pages [a, b) usable; foreign pages inside are skipped and recorded. Hands what it made
+ * usable to add and moves the frontier. Returns 0, or -errno when it could not go on. */
+static int make_usable(size_t a, size_t b, range_usable_fn add)
+{
+	size_t i = a;
+	int err = 0, retries = 0;
+	if (G.cfg.check_maps && a < R.reserved_end) {
+		/* Raw system calls can replace our reservation behind our back: look before using it. */
+		size_t e = b < R.reserved_end ? b : R.reserved_end;
+		scan_foreign(page_addr(a), page_addr(e), CONTIG_ROUTE_MAPS, 1);
+	}
+	while (i < b) {
+		if (P(i)->kind != PK_UNUSED) { i++; R.frontier = i; continue; }   /* foreign, or a caller's fixed map */
+		size_t j = i;
+		while (j < b && P(j)->kind == PK_UNUSED) j++;
+		if (i < R.reserved_end) {
+			size_t k = j < R.reserved_end ? j : R.reserved_end;
+			err = os_commit(page_addr(i), (k - i) << PAGE_SHIFT);
+			if (err) break;
+			R.frontier = k;
+			add(i, k - i);
+			i = k;
+			continue;
+		}
+		err = os_map_fixed_rw(page_addr(i), (j - i) << PAGE_SHIFT);
+		if (err == -EEXIST) {
+			overlap_t o = { 0, 0, "", 0 };
+			maps_scan(page_addr(i), page_addr(j), overlap_cb, &o);
+			if (!o.found) {
+				if (++retries > 3) break;      /* it came and went; try again a few times */
+				continue;
+			}
+			/* the whole foreign mapping (within the range), not just the part in this step */
+			uintptr_t lo = o.lo < G.base ? G.base : o.lo;
+			uintptr_t top = G.base + (G.npages << PAGE_SHIFT);
+			uintptr_t hi = o.hi > top ? top : o.hi;
+			mark_foreign(lo, hi);
+			collision_locked(lo, hi, CONTIG_ROUTE_GROW, o.line);
+			err = 0;
+			continue;                          /* the loop now stops before the foreign pages */
+		}
+		if (err) break;
+		R.frontier = j;
+		add(i, j - i);
+		i = j;
+	}
+	if (err && G.cfg.verbose) {
+		char buf[160];
+		fmtbuf_t bb;
+		fmt_init(&bb, buf, sizeof buf);
+		fmt_str(&bb, "cannot grow the heap at ");
+		fmt_hex(&bb, page_addr(i));
+		fmt_str(&bb, err == -ENOMEM ? ": out of address space (RLIMIT_AS?)" : ": mapping refused");
+		log_line(buf);
+	}
+	return err;
+}
+
+/* Grow so that a run of n pages may fit (see range.h). */
+int range_grow(size_t n, range_usable_fn add)
+{
+	size_t f = R.frontier;
+	if (f >= G.npages) return -1;
+	size_t have = 0;
+	if (f > 0 && P(f - 1)->kind == PK_FREE)
+		have = P(f - 1)->npages;                   /* the free run at the top extends */
+	size_t need = n > have ? n - have : 1;
+	/* Steps grow with the heap (an eighth of it, 4 MiB to 1 GiB): few system calls and few
+	 * reads of /proc/self/maps however large it gets. */
+	size_t step = f / 8;
+	if (step < (GROW_STEP >> PAGE_SHIFT)) step = GROW_STEP >> PAGE_SHIFT;
+	if (step > ((size_t)1 << (30 - PAGE_SHIFT))) step = (size_t)1 << (30 - PAGE_SHIFT);
+	size_t want = need > step ? need : step;
+	size_t b = f + want > G.npages ? G.npages : f + want;
+	make_usable(f, b, add);
+	if (R.frontier == f && want > need) {
+		/* refused (RLIMIT_AS near its end?): just what this request needs */
+		b = f + need > G.npages ? G.npages : f + need;
+		make_usable(f, b, add);
+	}
+	return R.frontier > f ? 0 : -1;
+}
+/* ---- start ---- */
+static size_t auto_headroom(uint64_t rl)
+{
+	/* Room left under RLIMIT_AS for what the heap does not own: thread stacks, libraries, file
+	 * mappings, the kernel's own mmaps. A quarter of the limit, at least 256 MiB. */
+	size_t h = (size_t)(rl / 4);
+	return h < ((size_t)256 << 20) ? ((size_t)256 << 20) : h;
+}
+
+/* Reserve [0, end) pages PROT_NONE except foreign pages. Returns the pages reserved. */
+static size_t reserve_gaps(size_t end)
+{
+	size_t i = 0, total = 0;
+	if (R.ncoll == 0 && os_reserve_fixed(page_addr(0), end << PAGE_SHIFT) == 0) {
+		/* the usual case: nothing foreign, one mapping, no walk over the descriptors */
+		R.reserved_end = end;
+		return end;
+	}
+	while (i < end) {
+		if (P(i)->kind == PK_FOREIGN) { i++; continue; }
+		size_t j = i;
+		while (j < end && P(j)->kind != PK_FOREIGN) j++;
+		int err = os_reserve_fixed(page_addr(i), (j - i) << PAGE_SHIFT);
+		if (err == -EEXIST) {
+			/* Something appeared since the scan: record it and go around. */
+			if (scan_foreign(page_addr(i), page_addr(j), CONTIG_ROUTE_START, 0) == 0) return total;
+			continue;
+		}
+		if (err) return total;
+		total += j - i;
+		i = j;
+		R.reserved_end = j;
+	}
+	return total;
+}
+
+int range_init(void)
+{
+	const config_t *c = &G.cfg;
+	char buf[300];
+	fmtbuf_t b;
+
+	G.npages = c->size >> PAGE_SHIFT;
+	for (;;) {
+		/* 64 bytes per 64 KiB page: 1/1024 of the range, touched only where the heap is */
+		G.pages = os_map_meta(G.npages * sizeof(page_t), c->base, c->base + (G.npages << PAGE_SHIFT));
+		if (G.pages || G.npages <= 16) break;
+		G.npages /= 2;
+	}
+	if (!G.pages) {
+		log_line("cannot map the page descriptors (RLIMIT_AS?); every allocation will fail");
+		G.npages = 0;
+		return -1;
+	}
+	if (G.npages != c->size >> PAGE_SHIFT) {
+		fmt_init(&b, buf, sizeof buf);
+		fmt_str(&b, "CONTIG_SIZE: no room for the page descriptors of ");
+		fmt_size(&b, c->size);
+		fmt_str(&b, " (RLIMIT_AS or overcommit); using ");
+		fmt_size(&b, G.npages << PAGE_SHIFT);
+		log_line(buf);
+	}
+	/* Route 1: whatever is already mapped in the range. */
+	scan_foreign(c->base, c->base + (G.npages << PAGE_SHIFT), CONTIG_ROUTE_START, 0);
+
+	uint64_t rl;
+	os_getrlimit_as(&rl);
+	size_t want = 0;
+	const char *why = "";
+	R.mode = c->mode;
+	switch (c->mode) {
+	case MODE_RESERVE: want = G.npages; why = "CONTIG_MODE=reserve"; break;
+	case MODE_LAZY: want = 0; why = "CONTIG_MODE=lazy"; break;
+	default:
+		if (rl == UINT64_MAX) {
+			want = G.npages;
+			why = "auto: no RLIMIT_AS, reserving the whole range";
+		} else {
+			size_t vm = maps_vm_size(), head = auto_headroom(rl);
+			size_t room = rl > vm + head ? (size_t)(rl - vm - head) : 0;
+			want = room >> PAGE_SHIFT;
+			if (want > G.npages) want = G.npages;
+			why = want == G.npages ? "auto: RLIMIT_AS leaves room for the whole range"
+			                       : "auto: RLIMIT_AS is below the range; reserving part, growing lazily beyond";
+		}
+		break;
+	}
+	size_t got = want ? reserve_gaps(want) : 0;
+	if (got < want && c->mode == MODE_RESERVE) {
+		fmt_init(&b, buf, sizeof buf);
+		fmt_str(&b, "CONTIG_MODE=reserve: could reserve only ");
+		fmt_size(&b, got << PAGE_SHIFT);
+		fmt_str(&b, " of the range (RLIMIT_AS or a foreign mapping); growing lazily beyond");
+		log_line(buf);
+	}
+	R.reserved_bytes = got << PAGE_SHIFT;
+	if (c->verbose) {
+		fmt_init(&b, buf, sizeof buf);
+		fmt_str(&b, "range ");
+		fmt_hex(&b, G.base);
+		fmt_char(&b, '-');
+		fmt_hex(&b, G.base + (G.npages << PAGE_SHIFT));
+		fmt_str(&b, "; ");
+		fmt_str(&b, why);
+		fmt_str(&b, "; reserved ");
+		fmt_size(&b, R.reserved_bytes);
+		if (rl != UINT64_MAX) {
+			fmt_str(&b, "; RLIMIT_AS ");
+			fmt_size(&b, rl);
+			fmt_str(&b, ", headroom ");
+			fmt_size(&b, auto_headroom(rl));
+		}
+		log_line(buf);
+	}
+	return 0;
+}
+/* Our own anonymous mapping back over pages [a, b), as the range had it, except that pages
+ * below the frontier come back PROT_NONE: the caller unmapped them, so touching them must fault
+ * as it would with the kernel. They are made RW again when the heap hands them out (PF_NONE). */
+void range_restore(size_t a, size_t b)
+{
+	uintptr_t lo = page_addr(a);
+	size_t len = (b - a) << PAGE_SHIFT;
+	if (a >= R.frontier && a >= R.reserved_end) { os_munmap((void *)lo, len); return; }  /* lazy part */
+	os_mmap((void *)lo, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+	if (a < R.frontier)
+		for (size_t i = a; i < b; i++) P(i)->flags |= PF_NONE;
+}
+
+/* Pages [a, b) are about to be handed out: make the PROT_NONE ones usable again. */
+void range_open(size_t a, size_t b)
+{
+	for (size_t i = a; i < b;) {
+		if (!(P(i)->flags & PF_NONE)) { i++; continue; }
+		size_t j = i;
+		while (j < b && (P(j)->flags & PF_NONE)) P(j++)->flags &= (uint8_t)~PF_NONE;
+		os_commit(page_addr(i), (j - i) << PAGE_SHIFT);
+		i = j;
+	}
+}
+
+
+void range_get_stats_locked(range_stats_t *rs)
+{
+	rs->reserved = R.reserved_bytes;
+	rs->mapped = R.frontier << PAGE_SHIFT;
+	rs->collisions = R.ncoll;
+	memcpy(rs->coll, R.coll, sizeof rs->coll);
+	rs->mode = R.mode;
+}

@@ -1,0 +1,55 @@
+/* range.h - the range layer (range.c): the page descriptors, the reservation at start, growth
+ * into the range, foreign mappings and collisions (start, growth, the maps audit), the library's
+ * own metadata, and the one lock every page-level change is made under. Sits on os and maps;
+ * knows nothing of runs, heaps or blocks. */
+#ifndef CONTIG_RANGE_H
+#define CONTIG_RANGE_H
+
+#include "common.h"
+#include <time.h>
+
+/* Map the descriptors, find what is already mapped in the range, reserve what RLIMIT_AS allows.
+ * Sets G.pages and G.npages. 0, or -1 when nothing can be served. */
+HIDDEN int range_init(void);
+
+/* The lock over the descriptors and everything the page layer keeps. */
+HIDDEN void range_lock(void);
+HIDDEN void range_unlock(void);
+HIDDEN void range_fork_child(void);        /* the child's copy of the lock is made new */
+HIDDEN void range_wait(pthread_cond_t *c, const struct timespec *until);   /* with the lock held */
+
+/* Metadata outside the range: zeroed, 64-byte aligned, never freed. */
+HIDDEN void *meta_alloc(size_t bytes);
+HIDDEN void *meta_alloc_locked(size_t bytes);
+
+/* Pages [0, frontier) are usable, in use or foreign; [0, reserved_end) lie in our reservation. */
+HIDDEN size_t range_frontier(void);
+HIDDEN size_t range_reserved_end(void);
+
+/* With the lock held: make more of the range usable so that a run of n pages may fit (geometric
+ * steps; foreign pages on the way are skipped and recorded). Each new usable span [idx, idx+n)
+ * is handed to add, in address order. 0 when something was added, -1 when nothing can be. */
+typedef void (*range_usable_fn)(size_t idx, size_t n);
+HIDDEN int range_grow(size_t n, range_usable_fn add);
+
+/* With the lock held: our own mapping back over pages [a, b) (the caller unmapped them; below the
+ * frontier they come back PROT_NONE, flagged PF_NONE), and PF_NONE pages made usable again. */
+HIDDEN void range_restore(size_t a, size_t b);
+HIDDEN void range_open(size_t a, size_t b);
+
+/* Collisions: record one found elsewhere (takes the lock), and pass new ones to the callback
+ * (call without the lock: the callback may allocate). */
+HIDDEN void range_count_collision(uintptr_t addr, size_t len, contig_route_t route);
+HIDDEN void range_notify_collisions(void);
+HIDDEN void range_set_collision_callback(contig_collision_fn fn, void *arg);
+
+typedef struct range_stats {
+	size_t reserved;                /* bytes reserved PROT_NONE at start */
+	size_t mapped;                  /* bytes below the frontier */
+	size_t collisions;              /* found so far */
+	contig_collision_t coll[CONTIG_STATS_COLLISIONS];
+	int mode;                       /* MODE_* in force */
+} range_stats_t;
+HIDDEN void range_get_stats_locked(range_stats_t *rs);
+
+#endif

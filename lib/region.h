@@ -1,0 +1,39 @@
+/* region.h - the page layer's interface: runs of 64 KiB pages inside the range (runs.c), purging
+ * and the limit on committed pages (purge.c), and the pages of served mappings (mmap_pages.c).
+ * Above the range layer, below the heaps, alloc and mmap. Everything runs under the range lock. */
+#ifndef CONTIG_REGION_H
+#define CONTIG_REGION_H
+
+#include "common.h"
+
+/* ---- runs (runs.c) ---- */
+enum { RUN_ZERO = 1 };             /* caller needs the memory zeroed (PK_MMAP: decommitted instead) */
+HIDDEN int region_init(void);      /* the range, then the limit */
+HIDDEN page_t *region_alloc(size_t npages, uint8_t kind, int flags);
+HIDDEN void region_free(page_t *head);
+HIDDEN int region_resize(page_t *head, size_t newpages);
+HIDDEN page_t *region_trim(page_t *head, size_t lead, size_t keep);
+HIDDEN void region_fork_child(void);
+HIDDEN void region_count_fallback(size_t bytes);
+
+typedef struct region_stats {
+	size_t reserved, mapped, committed, committed_peak, purged, limit, limit_hits;
+	size_t large_bytes, large_blocks, mmap_bytes, fallback_bytes;
+	size_t collisions;
+	contig_collision_t coll[CONTIG_STATS_COLLISIONS];
+	int mode;
+} region_stats_t;
+HIDDEN void region_get_stats(region_stats_t *rs);
+
+/* ---- purging and the limit (purge.c) ---- */
+HIDDEN size_t region_purge(bool all);              /* bytes returned to the OS */
+HIDDEN void region_set_limit_pages(size_t pages);  /* 0 = none */
+
+/* ---- pages of served mappings (mmap_pages.c) ---- */
+enum { PC_FREE, PC_UNUSED, PC_HEAP, PC_MMAP, PC_FIXED, PC_FOREIGN };
+HIDDEN int region_classify(size_t i, page_t **head);
+HIDDEN void region_mmap_release(page_t *h, size_t a, size_t b);
+HIDDEN int region_fixed_take(size_t a, size_t b);
+HIDDEN void region_fixed_give_back(size_t i);
+
+#endif

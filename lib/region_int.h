@@ -1,0 +1,46 @@
+/* region_int.h - what the page layer's own files (runs.c, purge.c, mmap_pages.c) share: the free
+ * bins and the committed accounting. Included by nothing outside that layer. */
+#ifndef CONTIG_REGION_INT_H
+#define CONTIG_REGION_INT_H
+
+#include "region.h"
+#include "range.h"
+
+#define NBINS 64
+#define CLEAN_STAMP UINT32_MAX      /* stamp of a free run with no dirty page */
+
+typedef struct region_state {
+	uint32_t bin[NBINS];        /* first free run of each bin (index + 1) */
+	uint64_t binmask;           /* bit b set when bin b is non-empty */
+	size_t committed;           /* pages live or dirty */
+	size_t committed_peak;      /* pages */
+	size_t purged;              /* pages returned to the OS so far */
+	size_t limit;               /* pages; 0 = none */
+	size_t limit_hits;
+	size_t large_bytes, large_blocks;
+	size_t mmap_bytes, fallback_bytes;
+	uint64_t next_purge;        /* ms clock of the next due purge; UINT64_MAX none */
+	uint32_t dirty_runs;        /* free runs that may hold dirty pages */
+	uint64_t *bitmaps;          /* free live bitmaps, linked through their first word */
+} region_state_t;
+
+extern HIDDEN region_state_t R;     /* runs.c; under the range lock */
+
+static inline page_t *P(size_t idx) { return &G.pages[idx]; }
+
+/* runs.c */
+HIDDEN void run_insert_free(size_t idx, size_t n, uint32_t stamp, bool dirty);
+HIDDEN void bin_remove(size_t idx);
+HIDDEN size_t free_run_holding(size_t i);
+
+/* purge.c */
+HIDDEN void purge_init_limit(void);
+HIDDEN size_t purge_locked(bool all);
+HIDDEN void maybe_purge_locked(void);
+HIDDEN void purge_due_locked(void);        /* a free run just became dirty */
+HIDDEN bool limit_make_room_locked(size_t n);
+HIDDEN bool purger_wanted_locked(void);
+HIDDEN void purger_start(void);
+HIDDEN void purge_fork_child(void);
+
+#endif
