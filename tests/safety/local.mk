@@ -2,7 +2,7 @@
 # built library by the scripts below, and the API example of docs/ linked with the library.
 # Included from tests/Makefile.am; paths are relative to tests/.
 
-safety_cppflags = -I$(top_srcdir)/lib -I$(srcdir) -D_GNU_SOURCE
+safety_cppflags = -I$(top_srcdir)/lib -I$(srcdir)/preload -D_GNU_SOURCE
 safety_cflags = $(WARN_CFLAGS) -pthread
 safety_ldadd = -ldl -lpthread
 
@@ -10,39 +10,39 @@ check_PROGRAMS += safety/t-range safety/t-nopie safety/t-collide safety/t-mmap s
 	safety/t-fallback safety/t-limit safety/t-limit-cxx safety/t-purge safety/t-stats \
 	safety/t-leak safety/t-example
 
-safety_t_range_SOURCES = safety/t-range.c testutil.c testutil.h
+safety_t_range_SOURCES = safety/t-range.c preload/testutil.c preload/testutil.h
 safety_t_range_CPPFLAGS = $(safety_cppflags)
 safety_t_range_CFLAGS = $(safety_cflags)
 safety_t_range_LDADD = $(safety_ldadd)
 
 # Not position-independent: its image sits at 0x400000, where collide-start.sh puts the range.
-safety_t_nopie_SOURCES = safety/t-nopie.c testutil.c testutil.h
+safety_t_nopie_SOURCES = safety/t-nopie.c preload/testutil.c preload/testutil.h
 safety_t_nopie_CPPFLAGS = $(safety_cppflags)
 safety_t_nopie_CFLAGS = $(safety_cflags) -fno-pie
 safety_t_nopie_LDFLAGS = -no-pie
 safety_t_nopie_LDADD = $(safety_ldadd)
 
-safety_t_collide_SOURCES = safety/t-collide.c testutil.c testutil.h
+safety_t_collide_SOURCES = safety/t-collide.c preload/testutil.c preload/testutil.h
 safety_t_collide_CPPFLAGS = $(safety_cppflags)
 safety_t_collide_CFLAGS = $(safety_cflags)
 safety_t_collide_LDADD = $(safety_ldadd)
 
-safety_t_mmap_SOURCES = safety/t-mmap.c testutil.c testutil.h
+safety_t_mmap_SOURCES = safety/t-mmap.c preload/testutil.c preload/testutil.h
 safety_t_mmap_CPPFLAGS = $(safety_cppflags)
 safety_t_mmap_CFLAGS = $(safety_cflags)
 safety_t_mmap_LDADD = $(safety_ldadd)
 
-safety_t_mix_SOURCES = safety/t-mix.c testutil.c testutil.h
+safety_t_mix_SOURCES = safety/t-mix.c preload/testutil.c preload/testutil.h
 safety_t_mix_CPPFLAGS = $(safety_cppflags)
 safety_t_mix_CFLAGS = $(safety_cflags)
 safety_t_mix_LDADD = $(safety_ldadd)
 
-safety_t_fallback_SOURCES = safety/t-fallback.c testutil.c testutil.h
+safety_t_fallback_SOURCES = safety/t-fallback.c preload/testutil.c preload/testutil.h
 safety_t_fallback_CPPFLAGS = $(safety_cppflags)
 safety_t_fallback_CFLAGS = $(safety_cflags)
 safety_t_fallback_LDADD = $(safety_ldadd)
 
-safety_t_limit_SOURCES = safety/t-limit.c testutil.c testutil.h
+safety_t_limit_SOURCES = safety/t-limit.c preload/testutil.c preload/testutil.h
 safety_t_limit_CPPFLAGS = $(safety_cppflags)
 safety_t_limit_CFLAGS = $(safety_cflags)
 safety_t_limit_LDADD = $(safety_ldadd)
@@ -50,13 +50,13 @@ safety_t_limit_LDADD = $(safety_ldadd)
 safety_t_limit_cxx_SOURCES = safety/t-limit-cxx.cc
 safety_t_limit_cxx_CXXFLAGS = -Wall -Wextra
 
-safety_t_purge_SOURCES = safety/t-purge.c testutil.c testutil.h
+safety_t_purge_SOURCES = safety/t-purge.c preload/testutil.c preload/testutil.h
 safety_t_purge_CPPFLAGS = $(safety_cppflags)
 safety_t_purge_CFLAGS = $(safety_cflags)
 safety_t_purge_LDADD = $(safety_ldadd)
 
 # mallinfo() is deprecated in glibc; the test checks that the old entry point still agrees.
-safety_t_stats_SOURCES = safety/t-stats.c testutil.c testutil.h
+safety_t_stats_SOURCES = safety/t-stats.c preload/testutil.c preload/testutil.h
 safety_t_stats_CPPFLAGS = $(safety_cppflags)
 safety_t_stats_CFLAGS = $(safety_cflags) -Wno-deprecated-declarations
 safety_t_stats_LDADD = $(safety_ldadd)

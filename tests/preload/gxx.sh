@@ -1,7 +1,7 @@
 #!/bin/sh
 # gxx.sh - g++ compiles and links a small C++ program (templates, the standard library) under
 # the library; the program prints the expected result.
-. "${TESTS_SRCDIR:-$(dirname "$0")}/lib.sh"
+. "${TESTS_SRCDIR:-$(dirname "$0")/..}/preload/lib.sh"
 
 need_cmd g++ g++
 cat >"$TMPD/prog.cc" <<'CXX'

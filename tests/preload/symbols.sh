@@ -1,7 +1,7 @@
 #!/bin/sh
 # symbols.sh - the library exports exactly the symbols of expected-symbols.txt (SPEC.md: the
 # malloc family, glibc's __libc_* entry points, the mapping calls and the contig_* API).
-. "${TESTS_SRCDIR:-$(dirname "$0")}/lib.sh"
+. "${TESTS_SRCDIR:-$(dirname "$0")/..}/preload/lib.sh"
 
 [ "${CONTIG_TEST_NO_PRELOAD:-0}" = 1 ] && skip "no library to inspect"
 NM=${NM:-nm}    # may carry options (libtool's "nm -B"): used unquoted
@@ -9,7 +9,7 @@ command -v ${NM%% *} >/dev/null 2>&1 || need_cmd nm binutils
 # Type A entries are version nodes (LIBCONTIG_1), not symbols.
 $NM -D --defined-only "$LIBCONTIG" >"$TMPD/nm" || fail "$NM -D $LIBCONTIG failed"
 awk '$2 != "A" { print $3 }' "$TMPD/nm" | sed 's/@.*//' | LC_ALL=C sort -u >"$TMPD/actual"
-LC_ALL=C sort -u "$TESTS_SRCDIR/expected-symbols.txt" >"$TMPD/expected"
+LC_ALL=C sort -u "$TESTS_SRCDIR/preload/expected-symbols.txt" >"$TMPD/expected"
 if ! cmp -s "$TMPD/expected" "$TMPD/actual"; then
 	echo "exported symbols differ from expected-symbols.txt (- missing, + unexpected):"
 	diff "$TMPD/expected" "$TMPD/actual" | sed -n 's/^< /- /p; s/^> /+ /p'

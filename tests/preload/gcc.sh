@@ -2,7 +2,7 @@
 # gcc.sh - gcc (driver, cc1, as, collect2, ld: LD_PRELOAD reaches them all) compiles and links a
 # generated C file of several thousand lines under the library; the program prints the sum that
 # was computed independently.
-. "${TESTS_SRCDIR:-$(dirname "$0")}/lib.sh"
+. "${TESTS_SRCDIR:-$(dirname "$0")/..}/preload/lib.sh"
 
 need_cmd gcc gcc
 N=300

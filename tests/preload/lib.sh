@@ -1,9 +1,10 @@
 # lib.sh - helpers for the LD_PRELOAD test scripts; sourced, not run.
 # The test environment (tests/Makefile.am, AM_TESTS_ENVIRONMENT) sets LIBCONTIG, TESTS_SRCDIR and
-# TESTS_BUILDDIR. Exit statuses follow automake: 0 pass, 1 fail, 77 skip.
+# TESTS_BUILDDIR (tests/ of the source and build trees; this tier's files are under preload/).
+# Exit statuses follow automake: 0 pass, 1 fail, 77 skip.
 # CONTIG_TEST_NO_PRELOAD=1 runs the programs without the library, to see a test fail under glibc.
 
-: "${TESTS_SRCDIR:=$(cd "$(dirname "$0")" && pwd)}"
+: "${TESTS_SRCDIR:=$(cd "$(dirname "$0")/.." && pwd)}"
 : "${TESTS_BUILDDIR:=$(pwd)}"
 : "${CONTIG_TEST_TIMEOUT:=300}"
 
@@ -104,8 +105,8 @@ need_cmd() {
 	skip "$1 not found (apt-get install $2)"
 }
 
-# The C helper programs are built next to this script's build directory.
-prog() { echo "$TESTS_BUILDDIR/$1"; }
+# The C helper programs are built in preload/ of the build tree's tests/.
+prog() { echo "$TESTS_BUILDDIR/preload/$1"; }
 
 # run_helper NAME [ARGS...]: run a C test program under the library and turn its status into
 # the test's result (it prints its own FAIL lines).

@@ -1,4 +1,4 @@
 #!/bin/sh
 # cxx.sh - C++ containers, exceptions, over-aligned, sized and nothrow new in range.
-. "${TESTS_SRCDIR:-$(dirname "$0")}/lib.sh"
+. "${TESTS_SRCDIR:-$(dirname "$0")/..}/preload/lib.sh"
 run_helper t-cxx

@@ -2,7 +2,7 @@
 # python.sh - python3 runs under the library and the id() (address) of every object it creates
 # lies in the range: with PYTHONMALLOC=malloc (every object from malloc) always, and with
 # python's own pymalloc arenas (which come from mmap) when the library serves mmap.
-. "${TESTS_SRCDIR:-$(dirname "$0")}/lib.sh"
+. "${TESTS_SRCDIR:-$(dirname "$0")/..}/preload/lib.sh"
 
 need_cmd python3 python3
 # The system interpreter, not a wrapper script (pyenv shims and the like) when there is one.
@@ -21,7 +21,7 @@ check_ids() {   # LABEL: ids in $TMPD/ids
 	echo "ok: $1: all $n ids in [$(hex "$lo"), $(hex "$hi"))"
 }
 
-PYTHONMALLOC=malloc run_preloaded "$py" "$TESTS_SRCDIR/python-objects.py" >"$TMPD/ids" 2>"$TMPD/err" ||
+PYTHONMALLOC=malloc run_preloaded "$py" "$TESTS_SRCDIR/preload/python-objects.py" >"$TMPD/ids" 2>"$TMPD/err" ||
 	fail "python3 (PYTHONMALLOC=malloc) failed: $(tail -5 "$TMPD/err")"
 check_ids "PYTHONMALLOC=malloc"
 
@@ -31,6 +31,6 @@ if [ "${CONTIG_TEST_NO_PRELOAD:-0}" != 1 ] &&
 	echo "note: the library does not interpose mmap yet: pymalloc run not checked"
 	exit 0
 fi
-run_preloaded "$py" "$TESTS_SRCDIR/python-objects.py" >"$TMPD/ids" 2>"$TMPD/err" ||
+run_preloaded "$py" "$TESTS_SRCDIR/preload/python-objects.py" >"$TMPD/ids" 2>"$TMPD/err" ||
 	fail "python3 failed: $(tail -5 "$TMPD/err")"
 check_ids "pymalloc"

@@ -2,7 +2,7 @@
 # env.sh - bad environment values never stop the program: it runs to completion and stderr has
 # one line 'libcontig: VAR="VALUE" …' naming the variable and the value; the heap then lies in
 # the range actually used. Good values are honoured silently.
-. "${TESTS_SRCDIR:-$(dirname "$0")}/lib.sh"
+. "${TESTS_SRCDIR:-$(dirname "$0")/..}/preload/lib.sh"
 
 p=$(prog t-basic)
 [ -x "$p" ] || fail "$p not built"

@@ -2,7 +2,7 @@
 # misuse.sh - double frees, interior and never-allocated frees, realloc of a freed block: each
 # must print "libcontig: free(): invalid pointer 0x…" (realloc(): for realloc) naming the pointer
 # and die of SIGABRT. Harmless look-alikes (free(NULL), foreign pointers) must not crash.
-. "${TESTS_SRCDIR:-$(dirname "$0")}/lib.sh"
+. "${TESTS_SRCDIR:-$(dirname "$0")/..}/preload/lib.sh"
 
 p=$(prog t-misuse)
 [ -x "$p" ] || fail "$p not built"

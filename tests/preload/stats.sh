@@ -2,7 +2,7 @@
 # stats.sh - CONTIG_STATS=1 prints, at exit, a readable summary on stderr (every line starting
 # "libcontig:") with the base in hex, the mode, reserved, committed, peak, live and malloc calls.
 # Without CONTIG_STATS nothing is printed.
-. "${TESTS_SRCDIR:-$(dirname "$0")}/lib.sh"
+. "${TESTS_SRCDIR:-$(dirname "$0")/..}/preload/lib.sh"
 
 p=$(prog t-basic)
 [ -x "$p" ] || fail "$p not built"

@@ -1,10 +1,10 @@
 #!/bin/sh
 # sqlite.sh - sqlite3 runs a scripted workload (tables, 20k rows, indexes, joins, GROUP BY, text
 # functions) under the library; its output is identical to a run without the library.
-. "${TESTS_SRCDIR:-$(dirname "$0")}/lib.sh"
+. "${TESTS_SRCDIR:-$(dirname "$0")/..}/preload/lib.sh"
 
 need_cmd sqlite3 sqlite3
-sql=$TESTS_SRCDIR/sqlite-workload.sql
+sql=$TESTS_SRCDIR/preload/sqlite-workload.sql
 for db in "$TMPD/plain.db" ":memory:"; do
 	rm -f "$TMPD/plain.db" "$TMPD/pre.db"
 	sqlite3 "$db" <"$sql" >"$TMPD/plain.out" 2>&1 || fail "sqlite3 $db without the library failed: $(tail -3 "$TMPD/plain.out")"
