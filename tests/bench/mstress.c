@@ -1,6 +1,6 @@
 /* mstress: mixed lifetimes across threads (the shape of the public
  * xmalloc-test and mstress programs).  4 waves of T threads each (default 2;
- * `mstress SCALE T`); a thread of a wave does 1.2M ops at scale 1, each:
+ * `mstress SCALE T`); a thread of a wave does 1.6M ops at scale 1, each:
  *   80%  short-lived: replace a random one of its 500 local slots;
  *    2%  long-lived: replace a random one of its 64 slots that outlive the
  *        thread: a wave's long-lived blocks are inherited, checked and freed
@@ -110,7 +110,7 @@ int main(int argc, char **argv)
 	double scale = argc > 1 ? atof(argv[1]) : 1.0;
 	int nthreads = argc > 2 ? atoi(argv[2]) : 2;
 	if (nthreads < 1 || nthreads > MAXT) nthreads = 2;
-	ops_per_thread = (long)(1200000 * scale);
+	ops_per_thread = (long)(1600000 * scale);
 	if (ops_per_thread < 1000) ops_per_thread = 1000;
 	pthread_t th[MAXT];
 	job_t jobs[MAXT];
