@@ -163,6 +163,7 @@ typedef struct config {
 	int mmap;                       /* MMAP_* */
 	int stats;                      /* STATS_* */
 	char stats_file[256];           /* CONTIG_STATS_FILE or "" */
+	char map_file[256];             /* CONTIG_MAP_FILE: page map dump at exit (pagemap.c), or "" */
 	int leaks;                      /* LEAKS_* */
 	int verbose;                    /* CONTIG_VERBOSE */
 	int check_maps;                 /* CONTIG_CHECK_MAPS: read /proc/self/maps before using reserved pages */
@@ -242,6 +243,7 @@ HIDDEN int region_fixed_take(size_t a, size_t b);
 HIDDEN void region_fixed_give_back(size_t i);
 HIDDEN void region_count_fallback(size_t bytes);
 HIDDEN size_t region_frontier(void);
+HIDDEN const size_t *region_frontier_addr(void);   /* for the page map beacon (pagemap.c) */
 HIDDEN size_t region_purge(bool all);
 HIDDEN void region_maybe_purge(void);
 HIDDEN void region_lock(void);

@@ -930,6 +930,7 @@ page_t *region_trim(page_t *h, size_t lead, size_t keep)
 
 /* ---- served mappings ---- */
 size_t region_frontier(void) { return R.frontier; }
+const size_t *region_frontier_addr(void) { return &R.frontier; }
 
 void region_count_fallback(size_t bytes)
 {

@@ -3,6 +3,7 @@
 #include "internal.h"
 #include "heap.h"
 #include "maps.h"
+#include "pagemap.h"
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -236,6 +237,7 @@ static void print_leaks(out_t *o, leaks_t *l)
 void stats_report_exit(void)
 {
 	if (atomic_load(&G.state) != 2) return;
+	pagemap_exit();                 /* CONTIG_MAP_FILE: before the leak report, which may _exit */
 	int want_stats = G.cfg.stats, want_leaks = G.cfg.leaks;
 	if (!want_stats && !want_leaks) return;
 	out_t o;
