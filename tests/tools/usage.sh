@@ -57,7 +57,7 @@ done
 ok "--help describes the options and subcommands"
 
 # A missing library is the launcher's own failure, not a usage error.
-CONTIG_LIB=/nonexistent/libcontig.so sh "$CONTIG" -- true >/dev/null 2>"$TMPD/err"
+CONTIG_LIB=/nonexistent/libcontig.so "$PY" "$CONTIG" -- true >/dev/null 2>"$TMPD/err"
 rc=$?
 [ $rc -eq 125 ] || bad "CONTIG_LIB pointing nowhere: status $rc, want 125"
 grep -q nonexistent "$TMPD/err" || bad "CONTIG_LIB pointing nowhere: message does not name it: $(cat "$TMPD/err")"
