@@ -1033,7 +1033,8 @@ def draw(path, title, pm, segs, base, end, samples):
     ax.set_xlabel("address (and offset from the base)", fontsize=8)
     if pm:
         ax.annotate("heap in use: %s, %#x-%#x (blue; page by page in 2)" % (human(front - base), base, front),
-                    xy=(base + (end - base) / 500.0, 0.85), xytext=(base + (end - base) * 0.06, 1.35), fontsize=9,
+                    xy=(base + (end - base) / 250.0, 0.5), xytext=(base + (end - base) * 0.04, 0.5), fontsize=9,
+                    va="center", bbox=dict(boxstyle="round", facecolor="white", alpha=0.9),
                     arrowprops=dict(arrowstyle="->", color="black"), annotation_clip=False)
     for lo, hi, cls, _, note in segs:
         if cls == "foreign":
@@ -1084,7 +1085,10 @@ def draw(path, title, pm, segs, base, end, samples):
                         f.get("asked", n * ps) if kind == "large" else f.get("to", 0) - f.get("from", 0))),
                         ha="left", va="center", fontsize=6, color="white")
         ax.set_xlim(0, cols)
-        ax.set_ylim(rows, 0)
+        ax.set_ylim(max(rows, 8), 0)             # a small heap keeps square-ish cells
+        if rows < 8:
+            ax.text(cols / 2.0, (rows + 8) / 2.0, "(the heap in use ends at %#x)" % front, ha="center",
+                    va="center", fontsize=9, color="#555555")
         ax.set_aspect("auto")
         step = max(1, rows // 24)
         ax.set_yticks([r + 0.5 for r in range(0, rows, step)])
@@ -1257,7 +1261,19 @@ class Sampler(object):
 
 
 def show(args, title, pm, maps, base, end, colls, notes, samples):
-    segs = segments(maps, base, end, colls) if maps is not None else [(base, end, "unmapped", "", "")]
+    if maps is not None:
+        segs = segments(maps, base, end, colls)
+    elif pm is not None:
+        # no sample of the maps (the command was too quick): the range as the library left it
+        resv = base + pm.header.get("reserved", 0)
+        front = pm.frontier()
+        segs = [(base, front, "usable", "", "")]
+        if resv > front:
+            segs.append((front, resv, "reserved", "", ""))
+        if end > max(front, resv):
+            segs.append((max(front, resv), end, "unmapped", "", ""))
+    else:
+        segs = [(base, end, "unmapped", "", "")]
     out = sys.stdout
     if args.text or not args.output:
         out.write(title + "\n")
