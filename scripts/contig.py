@@ -994,7 +994,7 @@ KCOLOURS = {"usable": "#4daf4a", "reserved": "#bdbdbd", "served": "#8e44ad", "fo
 
 
 
-def draw(path, title, pm, segs, base, end, samples):
+def draw(path, title, pm, segs, base, end, samples, exit_at=None):
     """Draw the map into path: the whole range as the kernel maps it, the library's pages up to its
     frontier, small runs by size class, and (with samples) the timeline."""
     import matplotlib
@@ -1045,7 +1045,8 @@ def draw(path, title, pm, segs, base, end, samples):
     ax.legend(handles=[Patch(facecolor=KCOLOURS[k], edgecolor="black", label=dict(
         usable="usable (rw-p)", reserved="reserved, PROT_NONE (---p)", served="other protections",
         foreign="foreign", unmapped="unmapped")[k]) for k in present],
-        loc="upper right", bbox_to_anchor=(1.0, 1.9), ncol=len(present), fontsize=8, frameon=False)
+        loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=len(present), fontsize=8, frameon=False,
+        borderaxespad=0.1)
 
     # (2) the library's pages, [base, frontier), one cell per page, rows of cols pages
     ax = fig.add_subplot(gs[1, 0])
@@ -1057,7 +1058,8 @@ def draw(path, title, pm, segs, base, end, samples):
         per = 1                                   # pages per cell: a big heap is drawn coarser
         while npages / per > 64 * 96:
             per *= 2
-        cols = 64 if npages / per > 32 else max(8, int(npages / per))
+        ncell = npages / per
+        cols = 64 if ncell > 32 * 32 else 32 if ncell > 32 else max(8, int(ncell))
         cells = (npages + per - 1) // per
         rows = (cells + cols - 1) // cols
         cellb = per * ps
@@ -1189,7 +1191,11 @@ def draw(path, title, pm, segs, base, end, samples):
             pts = [(t, y) for t, y in zip(ts, ys) if y is not None]
             if pts:
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], label=label, color=colour, linewidth=1.5)
-        ax.set_xlabel("seconds since start", fontsize=8)
+        if exit_at is not None:
+            ax.axvline(exit_at, color="#555555", linestyle="--", linewidth=0.8)
+            ax.text(exit_at, ax.get_ylim()[1] * 0.95, " exit: the library's own counts ", ha="right",
+                    va="top", fontsize=7.5, color="#555555")
+        ax.set_xlabel("seconds since the first sample", fontsize=8)
         ax.set_ylabel("MiB", fontsize=8)
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
@@ -1260,7 +1266,7 @@ class Sampler(object):
             self.beacon.close()
 
 
-def show(args, title, pm, maps, base, end, colls, notes, samples):
+def show(args, title, pm, maps, base, end, colls, notes, samples, exit_at=None):
     if maps is not None:
         segs = segments(maps, base, end, colls)
     elif pm is not None:
@@ -1288,7 +1294,7 @@ def show(args, title, pm, maps, base, end, colls, notes, samples):
         print_timeline(samples, out)
     if args.output:
         try:
-            draw(args.output, title, pm, segs, base, end, samples)
+            draw(args.output, title, pm, segs, base, end, samples, exit_at)
         except ImportError:
             raise Failure("drawing needs matplotlib (Debian: apt-get install python3-matplotlib); "
                           "--text prints the same map", 1)
@@ -1371,6 +1377,7 @@ def map_run(args, lib):
     base, end = cfg["base"], cfg["base"] + cfg["size"]
     notes = []
     colls = []
+    exit_at = None
     if pm is not None:
         h = pm.header
         base, end = pm.base(), pm.base() + h["size"]
@@ -1378,14 +1385,15 @@ def map_run(args, lib):
         notes.append("library: mode %s, reserved %s, committed peak %s, %d live block(s) at exit, %d collision(s)"
                      % (h.get("mode", "?"), human(h.get("reserved", 0)), human(h.get("committed_peak", 0)),
                         h.get("live_blocks", 0), h.get("collisions", 0)))
-        if h.get("resident") is not None and s.samples:
-            s.samples.append((time.monotonic() - s.t0, h.get("committed"), None, h.get("live_bytes")))
+        if s.samples:
+            exit_at = time.monotonic() - s.t0
+            s.samples.append((exit_at, h.get("committed"), None, h.get("live_bytes")))
     else:
         notes.append("(no page map dump: the command did not run its exit handlers)")
     if s.last_maps is not None:
         notes.append("kernel's view: the last of %d samples of /proc/PID/maps" % s.nmaps)
     title = "%s: %s %s" % (ME, " ".join(cmd)[:90], how)
-    return show(args, title, pm, s.last_maps, base, end, colls, notes, s.samples)
+    return show(args, title, pm, s.last_maps, base, end, colls, notes, s.samples, exit_at)
 
 
 def main(argv):

@@ -29,6 +29,9 @@ usage_error "bad --on-collision" --on-collision ignore -- true
 usage_error "missing value" --size
 usage_error "value on a flag" --verbose=2 -- true
 usage_error "--png outside map" --png x.png -- true
+usage_error "-o outside map" -o x.png -- true
+usage_error "--leaks-suppress without a file" --leaks-suppress
+usage_error "map with a bad --watch" map --watch soon 1
 usage_error "info with an operand" info extra
 usage_error "info with a bad option" info --bogus
 usage_error "map without a pid" map
