@@ -679,8 +679,8 @@ def print_kernel_view(maps, base, end, segs, out):
 # Kinds of runs, in the order of the legend: name, meaning. The same words as lib/pagemap.c's dump.
 KINDS = [
     ("small", "small blocks of one size class (shade: share of its blocks live)"),
-    ("large", "one large block (> 128 KiB)"),
-    ("mmap", "served to the program's own mmap()"),
+    ("large", "one large block (> 128 KiB; neighbours alternate shades)"),
+    ("mmap", "served to the program's own mmap() (neighbours alternate shades)"),
     ("free-dirty", "free, still resident until purged (CONTIG_PURGE_MS)"),
     ("free-clean", "free and purged, or never touched: no memory"),
     ("fixed", "taken by the program's MAP_FIXED mapping"),
@@ -690,6 +690,7 @@ KINDS = [
 KIND_NAMES = [k for k, _ in KINDS]
 PK_UNUSED, PK_FREE, PK_SMALL, PK_LARGE, PK_MMAP, PK_CONT, PK_FOREIGN, PK_MMAP_FIXED = range(8)
 PF_DIRTY = 0x01
+DIRTY_BIT = bytes(b & PF_DIRTY for b in range(256))    # flags.translate(): 1 where dirty, else 0
 USED_MASK = 0x7fffffff
 BEACON_MAGIC = b"libcontig-pgmap\0"
 BEACON_VERSION = 1
@@ -786,58 +787,48 @@ def decode_pages(raw, beacon, class_pages, frontier):
     shift = beacon["page_shift"]
     base = beacon["base"]
     o = beacon
-    runs, dirty, live = [], 0, 0
-
-    def u8(i, off):
-        return raw[i * ds + off]
-
-    def u16(i, off):
-        return struct.unpack_from("<H", raw, i * ds + off)[0]
-
-    def u32(i, off):
-        return struct.unpack_from("<I", raw, i * ds + off)[0]
-
-    def u64(i, off):
-        return struct.unpack_from("<Q", raw, i * ds + off)[0]
-
-    for i in range(frontier):
-        if u8(i, o["off_flags"]) & PF_DIRTY:
-            dirty += 1
+    raw = bytes(raw[:frontier * ds])
+    kinds = raw[o["off_kind"]::ds]             # one byte per page, sliced out at C speed
+    flags = raw[o["off_flags"]::ds]
+    dirty = len(flags) - flags.translate(DIRTY_BIT).count(0)
+    runs, live = [], 0
+    u16, u32, u64 = struct.Struct("<H").unpack_from, struct.Struct("<I").unpack_from, struct.Struct("<Q").unpack_from
     i = 0
     while i < frontier:
-        kind = u8(i, o["off_kind"])
+        kind = kinds[i]
+        at = i * ds
         addr = base + (i << shift)
         if kind == PK_SMALL:
-            cls = u8(i, o["off_cls"])
+            cls = raw[at + o["off_cls"]]
             n = class_pages[cls] if 0 < cls < len(class_pages) and class_pages[cls] else 1
             n = min(n, frontier - i)
-            bs = u32(i, o["off_block_size"])
-            used = u32(i, o["off_used"]) & USED_MASK
+            bs = u32(raw, at + o["off_block_size"])[0]
+            used = u32(raw, at + o["off_used"])[0] & USED_MASK
             live += used * bs
-            runs.append((addr, n, "small", dict(cls=cls, block=bs, live=used, capacity=u16(i, o["off_capacity"]),
-                                                blocks=(n << shift) // bs if bs else 0)))
-            runs[-1][3]["class"] = runs[-1][3].pop("cls")
-        elif kind in (PK_LARGE, PK_MMAP):
-            n = min(u32(i, o["off_npages"]) or 1, frontier - i)
-            a, b = u64(i, o["off_asked"]), u64(i, o["off_usable"])
-            if kind == PK_LARGE:
-                live += n << shift
-                runs.append((addr, n, "large", dict(asked=a, usable=b)))
+            runs.append((addr, n, "small", {"class": cls, "block": bs, "live": used,
+                                            "capacity": u16(raw, at + o["off_capacity"])[0],
+                                            "blocks": (n << shift) // bs if bs else 0}))
+        elif kind in (PK_LARGE, PK_MMAP, PK_FREE):
+            n = min(u32(raw, at + o["off_npages"])[0] or 1, frontier - i)
+            if kind == PK_FREE:
+                a = i
+                while a < i + n:
+                    d = flags[a] & PF_DIRTY
+                    e = a + 1
+                    while e < i + n and flags[e] & PF_DIRTY == d:
+                        e += 1
+                    runs.append((base + (a << shift), e - a, "free-dirty" if d else "free-clean", {}))
+                    a = e
             else:
-                runs.append((addr, n, "mmap", {"from": a, "to": b}))
-        elif kind == PK_FREE:
-            n = min(u32(i, o["off_npages"]) or 1, frontier - i)
-            a = i
-            while a < i + n:
-                d = bool(u8(a, o["off_flags"]) & PF_DIRTY)
-                e = a + 1
-                while e < i + n and bool(u8(e, o["off_flags"]) & PF_DIRTY) == d:
-                    e += 1
-                runs.append((base + (a << shift), e - a, "free-dirty" if d else "free-clean", {}))
-                a = e
+                x, y = u64(raw, at + o["off_asked"])[0], u64(raw, at + o["off_usable"])[0]
+                if kind == PK_LARGE:
+                    live += n << shift
+                    runs.append((addr, n, "large", dict(asked=x, usable=y)))
+                else:
+                    runs.append((addr, n, "mmap", {"from": x, "to": y}))
         else:
             n = 1
-            while i + n < frontier and u8(i + n, o["off_kind"]) == kind:
+            while i + n < frontier and kinds[i + n] == kind:
                 n += 1
             name = {PK_FOREIGN: "foreign", PK_MMAP_FIXED: "fixed", PK_UNUSED: "unused"}.get(kind, "stray")
             runs.append((addr, n, name, {}))
@@ -1038,8 +1029,9 @@ def draw(path, title, pm, segs, base, end, samples, exit_at=None):
                     arrowprops=dict(arrowstyle="->", color="black"), annotation_clip=False)
     for lo, hi, cls, _, note in segs:
         if cls == "foreign":
-            ax.annotate("foreign: %s" % (note or "mapping")[:40], xy=((lo + hi) / 2, 0),
-                        xytext=((lo + hi) / 2, -1.4), fontsize=8, color=KCOLOURS["foreign"], ha="center",
+            ax.annotate("foreign %#x-%#x %s" % (lo, hi, (note or "mapping")[:40]), xy=(lo, 0.2),
+                        xytext=(lo + (end - base) * 0.04, 0.2), fontsize=8, color=KCOLOURS["foreign"],
+                        va="center", bbox=dict(boxstyle="round", facecolor="white", alpha=0.9),
                         arrowprops=dict(arrowstyle="->", color=KCOLOURS["foreign"]), annotation_clip=False)
     present = sorted({s[2] for s in segs}, key=[k for k, _ in KCLASSES].index)
     ax.legend(handles=[Patch(facecolor=KCOLOURS[k], edgecolor="black", label=dict(
@@ -1063,13 +1055,18 @@ def draw(path, title, pm, segs, base, end, samples, exit_at=None):
         cells = (npages + per - 1) // per
         rows = (cells + cols - 1) // cols
         cellb = per * ps
-        # for each cell, the kind that covers most of it (rarer kinds win ties)
+        # neighbouring large blocks and mappings in alternate shades, so that each one shows
+        alt = {"large": ["#e08214", "#b35806"], "mmap": ["#8e44ad", "#5b2c6f"]}
+        nth = {"large": 0, "mmap": 0}
         for addr, n, kind, f in pm.runs:
             if kind == "unused":
                 continue
             first = (addr - base) // cellb
             last = (addr + n * ps - 1 - base) // cellb
             colour = COLOURS.get(kind, "#000000")
+            if kind in alt:
+                colour = alt[kind][nth[kind] % 2]
+                nth[kind] += 1
             if kind == "small":
                 colour = fillmap(min(1.0, f.get("live", 0) / float(f.get("blocks") or 1)))
             for c in range(first, min(last, cells - 1) + 1):
@@ -1114,9 +1111,10 @@ def draw(path, title, pm, segs, base, end, samples, exit_at=None):
             c = (max(addr, base) - base) // cellb
             if c < cells:
                 r, col = divmod(c, cols)
-                ax.annotate("collision (%s, found %s)" % (human(ln), route), xy=(col + 0.5, r + 0.5),
-                            xytext=(cols * 0.6, -0.8), color=COLOURS["foreign"], fontsize=8,
-                            arrowprops=dict(arrowstyle="->", color=COLOURS["foreign"]), annotation_clip=False)
+                ax.text(min(col + max(1, ln // cellb), cols - 1) + 0.3, r + 0.5, "<- collision: foreign %#x, %s, "
+                        "found %s" % (addr, human(ln), route), color=COLOURS["foreign"], fontsize=8, va="center",
+                        ha="left" if col < cols * 0.6 else "right", clip_on=True,
+                        bbox=dict(boxstyle="round", facecolor="white", edgecolor=COLOURS["foreign"], alpha=0.9))
     else:
         ax.axis("off")
         ax.text(0.5, 0.5, "no page map: the library's beacon or dump was not found\n(only the kernel's view "
