@@ -894,6 +894,7 @@ class Beacon(object):
                          frontier=b["base"] + (frontier << b["page_shift"]),
                          committed=dirty << b["page_shift"], live_bytes=live)
         pm.runs = runs
+        pm.header["mmap_bytes"] = sum(r[1] for r in runs if r[2] == "mmap") << b["page_shift"]
         if frontier < b["npages"]:
             pm.runs.append((b["base"] + (frontier << b["page_shift"]), b["npages"] - frontier, "unused", {}))
         pm.complete = True
@@ -1184,7 +1185,7 @@ def draw(path, title, pm, segs, base, end, samples, exit_at=None):
         ts = [s[0] for s in samples]
         for idx, label, colour in ((1, "committed (pages the library holds: live or dirty)", "#e08214"),
                                    (2, "resident (whole process, /proc/PID/statm)", "#4daf4a"),
-                                   (3, "live (blocks in use)", "#2166ac")):
+                                   (3, "live (malloc blocks in use; served mmaps are not in it)", "#2166ac")):
             ys = [None if s[idx] is None else s[idx] / float(MiB) for s in samples]
             pts = [(t, y) for t, y in zip(ts, ys) if y is not None]
             if pts:
@@ -1256,7 +1257,10 @@ class Sampler(object):
                 self.last_pm, committed, live = self.beacon.snapshot()
             except (OSError, struct.error):
                 pass
-        self.samples.append((time.monotonic() - self.t0, committed, statm_rss(self.pid), live))
+        rss = statm_rss(self.pid)
+        if self.last_pm is not None and rss is not None and committed is not None:
+            self.last_pm.header["resident"] = rss
+        self.samples.append((time.monotonic() - self.t0, committed, rss, live))
         return True
 
     def close(self):
