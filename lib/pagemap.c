@@ -188,16 +188,30 @@ int pagemap_write(int fd)
 	return d.err ? -1 : 0;
 }
 
+/* CONTIG_MAP_FILE with each %p replaced by the process ID: the children of a program inherit
+ * the variable, and would otherwise overwrite its dump with theirs. */
+static void map_path(char *out, size_t n)
+{
+	fmtbuf_t b;
+	fmt_init(&b, out, n);
+	for (const char *s = G.cfg.map_file; *s; s++) {
+		if (s[0] == '%' && s[1] == 'p') { fmt_dec(&b, (uint64_t)getpid()); s++; }
+		else fmt_char(&b, *s);
+	}
+}
+
 void pagemap_exit(void)
 {
 	if (!G.cfg.map_file[0] || atomic_load(&G.state) != 2) return;
-	int fd = os_open_write(G.cfg.map_file);
+	char path[sizeof G.cfg.map_file + 24];
+	map_path(path, sizeof path);
+	int fd = os_open_write(path);
 	if (fd < 0) {
 		char buf[400];
 		fmtbuf_t b;
 		fmt_init(&b, buf, sizeof buf);
 		fmt_str(&b, "CONTIG_MAP_FILE: cannot write ");
-		fmt_str(&b, G.cfg.map_file);
+		fmt_str(&b, path);
 		log_line(buf);
 		return;
 	}

@@ -1343,15 +1343,15 @@ def map_pid(args, lib):
 def map_run(args, lib):
     cmd = args.operands
     env = preload_env(lib, child_env(args))
-    fd, dump = tempfile.mkstemp(prefix="contig-map.", suffix=".txt")
-    os.close(fd)
-    env["CONTIG_MAP_FILE"] = dump
+    tmp = tempfile.TemporaryDirectory(prefix="contig-map.")
+    env["CONTIG_MAP_FILE"] = os.path.join(tmp.name, "map.%p")     # the command's children write their own
     try:
         p = subprocess.Popen(cmd, env=env)
     except OSError as e:
         sys.stderr.write("%s map: %s: %s\n" % (ME, cmd[0], e.strerror))
-        os.unlink(dump)
+        tmp.cleanup()
         return 127 if isinstance(e, FileNotFoundError) else 126
+    dump = os.path.join(tmp.name, "map.%d" % p.pid)
     s = Sampler(p.pid, lib)
     try:
         while p.poll() is None:
@@ -1370,7 +1370,7 @@ def map_run(args, lib):
     except (OSError, ValueError):
         pm = None
     finally:
-        os.unlink(dump)
+        tmp.cleanup()
     how = "exited with status %d" % rc if rc >= 0 else "was killed by signal %d" % -rc
     if pm is None and s.last_maps is None:
         sys.stderr.write("%s map: %s %s before it could be sampled, and left no page map\n" % (ME, cmd[0], how))

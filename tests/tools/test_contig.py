@@ -288,6 +288,13 @@ class Library(unittest.TestCase):
         self.assertEqual(pm.header["committed"], pages * pm.page_size())
         self.assertEqual(pm.header["mmap_bytes"], t["mmap"][1] * pm.page_size())
 
+    def test_dump_name_has_the_pid(self):
+        with tempfile.TemporaryDirectory() as d:
+            p, addrs = self.start(CONTIG_MAP_FILE=os.path.join(d, "m.%p.txt"))
+            p.stdin.close()
+            self.assertEqual(p.wait(), 0)
+            self.assertEqual(os.listdir(d), ["m.%d.txt" % p.pid])
+
     def test_beacon_of_running_process(self):
         p, addrs = self.start(CONTIG_BASE="0x300000000000", CONTIG_SIZE="1G")
         try:
