@@ -25,6 +25,7 @@ typedef struct config {
 	int mmap;                       /* MMAP_* */
 	int stats;                      /* STATS_* */
 	char stats_file[256];           /* CONTIG_STATS_FILE or "" */
+	char map_file[256];             /* CONTIG_MAP_FILE: page map dump at exit (pagemap.c), or "" */
 	int leaks;                      /* LEAKS_* */
 	int verbose;                    /* CONTIG_VERBOSE */
 	int check_maps;                 /* CONTIG_CHECK_MAPS: read /proc/self/maps before using reserved pages */

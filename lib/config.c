@@ -264,6 +264,10 @@ void config_parse(config_t *c, char **envp)
 		else
 			memcpy(c->stats_file, v, n + 1);
 	}
+	if ((v = env_get(envp, "CONTIG_MAP_FILE")) != NULL && *v) {
+		if (strlen(v) >= sizeof c->map_file) complain("CONTIG_MAP_FILE", v, "is too long", "no dump", NULL);
+		else memcpy(c->map_file, v, strlen(v) + 1);
+	}
 	if ((v = env_get(envp, "CONTIG_LEAKS")) != NULL) {
 		static const char *const w[] = { "0", "report", "error" };
 		static const int m[] = { LEAKS_OFF, LEAKS_REPORT, LEAKS_ERROR };

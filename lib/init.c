@@ -3,6 +3,7 @@
 #include "init.h"
 #include "region.h"
 #include "heap.h"
+#include "pagemap.h"
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@ void contig_init_slow(void)
 	G.base = G.cfg.base;
 	if (region_init() == 0)
 		G.size = G.npages << PAGE_SHIFT;     /* from here on, range_has() can say yes */
+	pagemap_publish();                       /* the beacon for `contig map PID` */
 	heap_init_key();
 	atomic_store_explicit(&G.state, 2, memory_order_release);
 }

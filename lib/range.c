@@ -33,6 +33,7 @@ void range_wait(pthread_cond_t *c, const struct timespec *until) { pthread_cond_
 
 size_t range_frontier(void) { return R.frontier; }
 size_t range_reserved_end(void) { return R.reserved_end; }
+const size_t *range_frontier_addr(void) { return &R.frontier; }
 
 static inline page_t *P(size_t idx) { return &G.pages[idx]; }
 

@@ -25,6 +25,7 @@ HIDDEN void *meta_alloc_locked(size_t bytes);
 /* Pages [0, frontier) are usable, in use or foreign; [0, reserved_end) lie in our reservation. */
 HIDDEN size_t range_frontier(void);
 HIDDEN size_t range_reserved_end(void);
+HIDDEN const size_t *range_frontier_addr(void);   /* for the page map beacon (pagemap.c) */
 
 /* With the lock held: make more of the range usable so that a run of n pages may fit (geometric
  * steps; foreign pages on the way are skipped and recorded). Each new usable span [idx, idx+n)

@@ -8,6 +8,7 @@
 #include "fmt.h"
 #include "os.h"
 #include "maps.h"
+#include "pagemap.h"
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -244,6 +245,7 @@ __attribute__((destructor)) static void stats_destructor(void) { stats_report_ex
 void stats_report_exit(void)
 {
 	if (atomic_load(&G.state) != 2) return;
+	pagemap_exit();                 /* CONTIG_MAP_FILE: before the leak report, which may _exit */
 	int want_stats = G.cfg.stats, want_leaks = G.cfg.leaks;
 	if (!want_stats && !want_leaks) return;
 	out_t o;

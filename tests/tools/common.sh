@@ -1,13 +1,14 @@
 # common.sh - set-up for the tests of the contig launcher and the man pages; sourced, not run.
 # From make check: LIBCONTIG, TESTS_SRCDIR and TESTS_BUILDDIR come from AM_TESTS_ENVIRONMENT.
 # By hand: sh tests/tools/run.sh (LIBCONTIG defaults to /tmp/lb/preload/.libs/libcontig.so).
-# The launcher under test is scripts/contig.in itself, run with CONTIG_LIB, so nothing is installed.
+# The launcher under test is scripts/contig.py itself, run with CONTIG_LIB under $PY, so nothing is
+# installed.
 
 : "${TESTS_SRCDIR:=$(cd "$(dirname "$0")/.." && pwd)}"
 : "${TESTS_BUILDDIR:=$(pwd)}"
 : "${LIBCONTIG:=/tmp/lb/preload/.libs/libcontig.so}"
 TOP_SRCDIR=$(cd "$TESTS_SRCDIR/.." && pwd)
-CONTIG="$TOP_SRCDIR/scripts/contig.in"
+CONTIG="$TOP_SRCDIR/scripts/contig.py"
 
 TMPD=$(mktemp -d "${TMPDIR:-/tmp}/contig-tools.XXXXXX") || exit 99
 trap 'rm -rf "$TMPD"' EXIT
@@ -27,18 +28,20 @@ contig() {
 	(
 		unset CONTIG_BASE CONTIG_SIZE CONTIG_MODE CONTIG_ON_COLLISION CONTIG_FALLBACK \
 		      CONTIG_LIMIT CONTIG_PURGE_MS CONTIG_MMAP CONTIG_STATS CONTIG_STATS_FILE \
-		      CONTIG_LEAKS CONTIG_VERBOSE CONTIG_CHECK_MAPS
-		CONTIG_LIB=$LIBCONTIG timeout -k 5 60 sh "$CONTIG" "$@"
+		      CONTIG_LEAKS CONTIG_VERBOSE CONTIG_CHECK_MAPS CONTIG_LEAKS_SUPPRESS CONTIG_MAP_FILE
+		CONTIG_LIB=$LIBCONTIG timeout -k 5 60 "$PY" "$CONTIG" "$@"
 	)
 }
 
-# The system python3, not a wrapper script (pyenv shims and the like), when there is one.
+# The system python3, not a wrapper script (pyenv shims and the like), when there is one: the one
+# `make` writes into the launcher's #! line (scripts/local.mk).
 find_python() {
 	PY=
 	[ -x /usr/bin/python3 ] && PY=/usr/bin/python3
 	[ -n "$PY" ] || PY=$(command -v python3 2>/dev/null) || :
 	[ -n "$PY" ] || skip "python3 not found"
 }
+find_python
 
 # expect_status WANT LABEL CMD...: run CMD (output in $TMPD/out, $TMPD/err), check its status.
 expect_status() {

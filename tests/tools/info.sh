@@ -15,7 +15,7 @@ if expect_status 0 "contig info" contig info; then
 fi
 
 # Under an address-space limit far below the range, auto reserves part and grows lazily.
-if expect_status 0 "ulimit -v 1048576; contig info" sh -c "ulimit -v 1048576 && CONTIG_LIB='$LIBCONTIG' sh '$CONTIG' info"; then
+if expect_status 0 "ulimit -v 1048576; contig info" sh -c "ulimit -v 1048576 && CONTIG_LIB='$LIBCONTIG' '$PY' '$CONTIG' info"; then
 	grep -q "RLIMIT_AS .*1.0 GiB" "$TMPD/out" || bad "ulimit -v 1048576: RLIMIT_AS 1 GiB not shown"
 	grep -q "headroom 256.0 MiB" "$TMPD/out" || bad "ulimit -v 1048576: the 256 MiB headroom not shown"
 	grep -q "grows lazily" "$TMPD/out" || bad "ulimit -v 1048576: lazy growth beyond not said"
@@ -30,7 +30,7 @@ if expect_status 0 "contig info --mode lazy --size 4G" contig info --mode lazy -
 	grep -q "CONTIG_SIZE *4.0 GiB" "$TMPD/out" || bad "info --size 4G: size not shown"
 	grep -q "measured: .*reserved nothing (mode lazy)" "$TMPD/out" || bad "info --mode lazy: $(grep measured "$TMPD/out")"
 fi
-if expect_status 0 "CONTIG_SIZE=12Q contig info" env CONTIG_SIZE=12Q CONTIG_LIB="$LIBCONTIG" sh "$CONTIG" info; then
+if expect_status 0 "CONTIG_SIZE=12Q contig info" env CONTIG_SIZE=12Q CONTIG_LIB="$LIBCONTIG" "$PY" "$CONTIG" info; then
 	grep -q 'CONTIG_SIZE="12Q" is not a size' "$TMPD/out" || bad "CONTIG_SIZE=12Q: not flagged"
 	grep -q 'library says: libcontig: CONTIG_SIZE="12Q"' "$TMPD/out" || bad "CONTIG_SIZE=12Q: the library's own line not shown"
 fi

@@ -1,5 +1,9 @@
-# tools/local.mk - tests of the contig launcher (scripts/contig.in, run in place with CONTIG_LIB)
+# tools/local.mk - tests of the contig launcher (scripts/contig.py, run in place with CONTIG_LIB)
 # and of the man pages; included from tests/Makefile.am.
-tools_tests = tools/usage.sh tools/run.sh tools/info.sh tools/map.sh tools/man.sh
+tools_tests = tools/usage.sh tools/run.sh tools/info.sh tools/map.sh tools/man.sh tools/test_contig.sh
 TESTS += $(tools_tests)
-EXTRA_DIST += $(tools_tests) tools/common.sh
+EXTRA_DIST += $(tools_tests) tools/common.sh tools/test_contig.py
+# known blocks for the page map tests (test_contig.py)
+check_PROGRAMS += tools/t-pagemap
+tools_t_pagemap_SOURCES = tools/t-pagemap.c
+tools_t_pagemap_CFLAGS = $(preload_cflags)

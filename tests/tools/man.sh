@@ -43,7 +43,7 @@ fi
 for v in $(grep -o 'env_get(envp, "CONTIG_[A-Z_]*"' "$TOP_SRCDIR/lib/config.c" | grep -o 'CONTIG_[A-Z_]*' | sort -u); do
 	grep -q "^\.B $v\$" "$TOP_SRCDIR/docs/libcontig.3" || bad "libcontig(3) does not describe $v"
 done
-for o in base size mode limit on-collision fallback purge-ms mmap stats stats-file leaks verbose png; do
+for o in base size mode limit on-collision fallback purge-ms mmap stats stats-file leaks leaks-suppress verbose png text watch interval all; do
 	o_roff=$(printf '%s' "$o" | sed 's/-/\\\\-/g')
 	grep -q -- "\\\\-\\\\-$o_roff" "$TOP_SRCDIR/docs/contig.1" || bad "contig(1) does not describe --$o"
 done

@@ -71,4 +71,10 @@ case $out in
 *) bad "environment under contig: '$out'" ;;
 esac
 
+# --leaks-suppress: the file is passed on, and leak reporting is turned on unless asked otherwise.
+out=$(contig --leaks-suppress "$TMPD/s.supp" -- sh -c 'echo "$CONTIG_LEAKS_SUPPRESS|$CONTIG_LEAKS"' 2>/dev/null)
+[ "$out" = "$TMPD/s.supp|report" ] && ok "--leaks-suppress: $out" || bad "--leaks-suppress: '$out'"
+out=$(contig --leaks=error --leaks-suppress "$TMPD/s.supp" -- sh -c 'echo "$CONTIG_LEAKS_SUPPRESS|$CONTIG_LEAKS"' 2>/dev/null)
+[ "$out" = "$TMPD/s.supp|error" ] || bad "--leaks=error --leaks-suppress: '$out'"
+
 finish

@@ -29,6 +29,9 @@ usage_error "bad --on-collision" --on-collision ignore -- true
 usage_error "missing value" --size
 usage_error "value on a flag" --verbose=2 -- true
 usage_error "--png outside map" --png x.png -- true
+usage_error "-o outside map" -o x.png -- true
+usage_error "--leaks-suppress without a file" --leaks-suppress
+usage_error "map with a bad --watch" map --watch soon 1
 usage_error "info with an operand" info extra
 usage_error "info with a bad option" info --bogus
 usage_error "map without a pid" map
@@ -57,7 +60,7 @@ done
 ok "--help describes the options and subcommands"
 
 # A missing library is the launcher's own failure, not a usage error.
-CONTIG_LIB=/nonexistent/libcontig.so sh "$CONTIG" -- true >/dev/null 2>"$TMPD/err"
+CONTIG_LIB=/nonexistent/libcontig.so "$PY" "$CONTIG" -- true >/dev/null 2>"$TMPD/err"
 rc=$?
 [ $rc -eq 125 ] || bad "CONTIG_LIB pointing nowhere: status $rc, want 125"
 grep -q nonexistent "$TMPD/err" || bad "CONTIG_LIB pointing nowhere: message does not name it: $(cat "$TMPD/err")"

@@ -1,0 +1,227 @@
+/* pagemap.c - the page map seen from outside: the beacon for readers of /proc/PID/mem, and the
+ * exit dump (CONTIG_MAP_FILE), one text line per run. Allocation-free; never on a fast path. */
+#include "pagemap.h"
+#include "classes.h"
+#include "fmt.h"
+#include "heap.h"
+#include "os.h"
+#include "range.h"
+#include "stats.h"
+#include <stddef.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static pagemap_beacon_t *beacon;       /* read-only once filled; NULL when it could not be mapped */
+
+void pagemap_publish(void)
+{
+	if (beacon || !G.pages) return;
+	pagemap_beacon_t *b = os_map_meta(OS_PAGE, G.cfg.base, G.cfg.base + G.size);
+	if (!b) return;                    /* only `contig map PID` misses it */
+	_Static_assert(sizeof *b <= OS_PAGE, "the beacon fits its page");
+	memcpy(b->magic, PAGEMAP_MAGIC, sizeof PAGEMAP_MAGIC);
+	b->version = PAGEMAP_VERSION;
+	b->header_size = sizeof *b;
+	b->desc_size = sizeof(page_t);
+	b->page_shift = PAGE_SHIFT;
+	b->base = G.base;
+	b->size = G.size;
+	b->pages = (uint64_t)(uintptr_t)G.pages;
+	b->npages = G.npages;
+	b->frontier = (uint64_t)(uintptr_t)range_frontier_addr();
+	b->class_size = (uint64_t)(uintptr_t)class_size;
+	b->class_pages = (uint64_t)(uintptr_t)class_pages;
+	b->nclass = NCLASS;
+	b->pid = (uint32_t)getpid();
+	b->off_kind = offsetof(page_t, kind);
+	b->off_shift = offsetof(page_t, shift);
+	b->off_cls = offsetof(page_t, cls);
+	b->off_flags = offsetof(page_t, flags);
+	b->off_capacity = offsetof(page_t, capacity);
+	b->off_used = offsetof(page_t, used);
+	b->off_block_size = offsetof(page_t, block_size);
+	b->off_npages = offsetof(page_t, npages);
+	b->off_head_off = offsetof(page_t, head_off);
+	b->off_asked = offsetof(page_t, asked);
+	b->off_usable = offsetof(page_t, usable);
+	os_mprotect(b, OS_PAGE, PROT_READ);  /* its own r--p line: never merged with read-write metadata */
+	beacon = b;
+}
+
+/* ---- the dump ---- */
+typedef struct dump { int fd; int err; size_t n; char buf[8192]; } dump_t;
+
+static void dump_flush(dump_t *d)
+{
+	size_t off = 0;
+	while (off < d->n) {
+		long w = os_write(d->fd, d->buf + off, d->n - off);
+		if (w <= 0) { d->err = 1; break; }
+		off += (size_t)w;
+	}
+	d->n = 0;
+}
+
+static void dump_line(dump_t *d, const fmtbuf_t *b)
+{
+	size_t n = fmt_len(b);
+	if (d->n + n + 1 > sizeof d->buf) dump_flush(d);
+	memcpy(d->buf + d->n, b->start, n);
+	d->n += n;
+	d->buf[d->n++] = '\n';
+}
+
+#define DLINE(d, ...) do { char lb_[300]; fmtbuf_t b_; fmt_init(&b_, lb_, sizeof lb_); \
+	fmtbuf_t *b = &b_; __VA_ARGS__; dump_line((d), b); } while (0)
+
+static void kv(dump_t *d, const char *key, uint64_t v, bool hex)
+{
+	DLINE(d, fmt_str(b, key); fmt_char(b, ' '); if (hex) fmt_hex(b, v); else fmt_dec(b, v));
+}
+
+static void run_head(fmtbuf_t *b, size_t i, size_t n, const char *kind)
+{
+	fmt_hex(b, page_addr(i));
+	fmt_char(b, ' ');
+	fmt_dec(b, n);
+	fmt_char(b, ' ');
+	fmt_str(b, kind);
+}
+
+static void field(fmtbuf_t *b, const char *name, uint64_t v)
+{
+	fmt_char(b, ' ');
+	fmt_str(b, name);
+	fmt_char(b, '=');
+	fmt_dec(b, v);
+}
+
+/* A free run cut where its pages change between dirty (resident until purged) and clean. */
+static void dump_free(dump_t *d, size_t i, size_t n)
+{
+	for (size_t a = i; a < i + n;) {
+		bool dirty = G.pages[a].flags & PF_DIRTY;
+		size_t e = a + 1;
+		while (e < i + n && (bool)(G.pages[e].flags & PF_DIRTY) == dirty) e++;
+		DLINE(d, run_head(b, a, e - a, dirty ? "free-dirty" : "free-clean"));
+		a = e;
+	}
+}
+
+static size_t dump_run(dump_t *d, size_t i, size_t f)
+{
+	const page_t *pg = &G.pages[i];
+	size_t n = 1;
+	switch (pg->kind) {
+	case PK_SMALL: {
+		n = pg->cls > 0 && pg->cls < NCLASS ? class_pages[pg->cls] : 1;
+		if (i + n > f) n = f - i;
+		uint32_t bs = pg->block_size;
+		DLINE(d, run_head(b, i, n, "small"); field(b, "class", pg->cls); field(b, "block", bs);
+		      field(b, "live", pg->used & USED_MASK); field(b, "capacity", pg->capacity);
+		      field(b, "blocks", bs ? (n << PAGE_SHIFT) / bs : 0));
+		return n;
+	}
+	case PK_LARGE:
+	case PK_MMAP:
+		n = pg->npages ? pg->npages : 1;
+		if (i + n > f) n = f - i;
+		if (pg->kind == PK_LARGE)
+			DLINE(d, run_head(b, i, n, "large"); field(b, "asked", pg->asked); field(b, "usable", pg->usable));
+		else
+			DLINE(d, run_head(b, i, n, "mmap"); field(b, "from", pg->map_lo); field(b, "to", pg->map_hi));
+		return n;
+	case PK_FREE:
+		n = pg->npages ? pg->npages : 1;
+		if (i + n > f) n = f - i;
+		dump_free(d, i, n);
+		return n;
+	default: {
+		/* page by page kinds (foreign, a caller's MAP_FIXED), and anything not a head */
+		uint8_t k = pg->kind;
+		while (i + n < f && G.pages[i + n].kind == k) n++;
+		DLINE(d, run_head(b, i, n, k == PK_FOREIGN ? "foreign" : k == PK_MMAP_FIXED ? "fixed" :
+		                         k == PK_UNUSED ? "unused" : "stray"));
+		return n;
+	}
+	}
+}
+
+int pagemap_write(int fd)
+{
+	static dump_t d;
+	contig_stats_t st;
+	d.fd = fd;
+	d.err = 0;
+	d.n = 0;
+	st.size = sizeof st;
+	stats_collect(&st);
+	DLINE(&d, fmt_str(b, "libcontig page map "); fmt_dec(b, PAGEMAP_VERSION));
+	kv(&d, "pid", (uint64_t)getpid(), false);
+	kv(&d, "base", st.base, true);
+	kv(&d, "size", st.range_size, false);
+	kv(&d, "page_size", PAGE_SIZE, false);
+	DLINE(&d, fmt_str(b, "mode "); fmt_str(b, st.mode == MODE_RESERVE ? "reserve" : st.mode == MODE_LAZY ? "lazy" : "auto"));
+	kv(&d, "reserved", st.reserved, false);
+	kv(&d, "frontier", st.base + st.mapped, true);
+	kv(&d, "committed", st.committed, false);
+	kv(&d, "committed_peak", st.committed_peak, false);
+	kv(&d, "resident", st.resident, false);
+	kv(&d, "resident_peak", st.resident_peak, false);
+	kv(&d, "live_bytes", st.live_bytes, false);
+	kv(&d, "live_blocks", st.live_blocks, false);
+	kv(&d, "mmap_bytes", st.mmap_bytes, false);
+	kv(&d, "purged_bytes", st.purged_bytes, false);
+	kv(&d, "collisions", st.collisions, false);
+	for (size_t c = 0; c < st.collisions && c < CONTIG_STATS_COLLISIONS; c++)
+		DLINE(&d, fmt_str(b, "collision "); fmt_hex(b, st.collision[c].addr); fmt_char(b, ' ');
+		      fmt_dec(b, st.collision[c].len); fmt_char(b, ' ');
+		      fmt_str(b, st.collision[c].route == CONTIG_ROUTE_START ? "start" :
+		                 st.collision[c].route == CONTIG_ROUTE_GROW ? "grow" :
+		                 st.collision[c].route == CONTIG_ROUTE_MMAP ? "mmap" : "maps"));
+	DLINE(&d, fmt_str(b, "runs"));
+	range_lock();
+	size_t f = range_frontier();
+	if (f > G.npages) f = G.npages;
+	for (size_t i = 0; i < f;)
+		i += dump_run(&d, i, f);
+	range_unlock();
+	if (f < G.npages)
+		DLINE(&d, run_head(b, f, G.npages - f, "unused"));
+	DLINE(&d, fmt_str(b, "end"));
+	dump_flush(&d);
+	return d.err ? -1 : 0;
+}
+
+/* CONTIG_MAP_FILE with each %p replaced by the process ID: the children of a program inherit
+ * the variable, and would otherwise overwrite its dump with theirs. */
+static void map_path(char *out, size_t n)
+{
+	fmtbuf_t b;
+	fmt_init(&b, out, n);
+	for (const char *s = G.cfg.map_file; *s; s++) {
+		if (s[0] == '%' && s[1] == 'p') { fmt_dec(&b, (uint64_t)getpid()); s++; }
+		else fmt_char(&b, *s);
+	}
+}
+
+void pagemap_exit(void)
+{
+	if (!G.cfg.map_file[0] || atomic_load(&G.state) != 2) return;
+	char path[sizeof G.cfg.map_file + 24];
+	map_path(path, sizeof path);
+	int fd = os_open_write(path);
+	if (fd < 0) {
+		char buf[400];
+		fmtbuf_t b;
+		fmt_init(&b, buf, sizeof buf);
+		fmt_str(&b, "CONTIG_MAP_FILE: cannot write ");
+		fmt_str(&b, path);
+		log_line(buf);
+		return;
+	}
+	heap_collect_all();                /* remote frees count: live counts as the program left them */
+	if (pagemap_write(fd) != 0) log_line("CONTIG_MAP_FILE: the page map dump was cut short (write failed)");
+	os_close(fd);
+}
