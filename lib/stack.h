@@ -1,0 +1,39 @@
+/* stack.h - allocation stacks for leak checking: capture, deduplicate, symbolise.
+ * Used only while CONTIG_LEAKS is set; nothing here runs on the plain fast paths. */
+#ifndef CONTIG_STACK_H
+#define CONTIG_STACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define STACK_DEPTH_DEFAULT 16u       /* frames kept per allocation (CONTIG_LEAKS_DEPTH overrides) */
+#define STACK_DEPTH_MAX     64u
+
+/* Capture the caller's stack (skipping the library's own frames), intern it in the deduplicated
+ * table and return its id; 0 means no stack could be recorded. Never allocates with malloc;
+ * safe to call from the allocation slow path (recursion into malloc is guarded). */
+__attribute__((visibility("hidden"))) uint32_t stack_capture(void);
+
+/* The frames (return addresses, innermost first) of stack id; returns the depth, 0 for id 0. */
+__attribute__((visibility("hidden"))) unsigned stack_frames(uint32_t id, const uintptr_t **pcs);
+
+/* One symbolised frame. Strings are NUL-terminated; empty when unknown. */
+typedef struct stack_sym {
+	char func[128];                 /* function name (demangled where possible) */
+	char file[256];                 /* source file, when the module has debug info */
+	unsigned line;                  /* 0 when unknown */
+	char module[256];               /* path of the loaded object holding pc */
+	uintptr_t offset;               /* pc - module load base */
+} stack_sym_t;
+
+/* Symbolise n program counters at once (batched: an external symboliser may be started once).
+ * Called only at report time, never from malloc. Returns 0, or -1 if out is unusable. */
+__attribute__((visibility("hidden"))) int stack_symbolize(const uintptr_t *pcs, size_t n, stack_sym_t *out);
+
+/* Format one frame as SPEC.md's report wants:
+ *   "    #I 0xPC in FUNC FILE:LINE"  or  "    #I 0xPC in FUNC (MODULE+0xOFF)"  or  "    #I 0xPC (MODULE+0xOFF)"
+ * into buf (NUL-terminated, truncated to n). Returns the length. */
+__attribute__((visibility("hidden"))) size_t stack_format(char *buf, size_t n, unsigned i, uintptr_t pc,
+                                                          const stack_sym_t *s);
+
+#endif
