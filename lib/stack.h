@@ -3,6 +3,15 @@
 #ifndef CONTIG_STACK_H
 #define CONTIG_STACK_H
 
+/* Notes for leak.c (added by the stack side; the given signatures are unchanged):
+ * - CONTIG_LEAKS_DEPTH (1..64, default 16) is read here, in stack.c's constructor; leak.c needs
+ *   do nothing about it. Captures made before that constructor ran return 0 (loader/libc blocks).
+ * - Frames of libcontig itself and of libstdc++'s operator new family are skipped at capture, so
+ *   frame #0 is the function that called malloc or new.
+ * - stack_symbolize may start one addr2line child per module (raw clone, no SIGCHLD, clean
+ *   environment, 10 s timeout per batch); call stack_symbolizer_stop() once the report is out.
+ * - libcontig links libgcc_s (lib/Makefile.am: libcontig_core_la_LIBADD) for _Unwind_Backtrace. */
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,6 +25,12 @@ __attribute__((visibility("hidden"))) uint32_t stack_capture(void);
 
 /* The frames (return addresses, innermost first) of stack id; returns the depth, 0 for id 0. */
 __attribute__((visibility("hidden"))) unsigned stack_frames(uint32_t id, const uintptr_t **pcs);
+
+/* Distinct stacks recorded so far (ids 1..stack_count()). */
+__attribute__((visibility("hidden"))) size_t stack_count(void);
+
+/* End the symboliser children started by stack_symbolize (the next call starts them again). */
+__attribute__((visibility("hidden"))) void stack_symbolizer_stop(void);
 
 /* One symbolised frame. Strings are NUL-terminated; empty when unknown. */
 typedef struct stack_sym {
