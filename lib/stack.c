@@ -145,18 +145,18 @@ static rec_t *rec_of(uint32_t id)
 	return c ? (rec_t *)(c + (id & ((1u << CHUNK_BITS) - 1)) * rec_bytes()) : NULL;
 }
 
-/* Map v's chunk (or the slot array) once; racing threads keep the winner's. */
+/* Take where's memory (a chunk or the slot array) from meta_alloc once, so that the scan knows it
+ * for the library's own; racing threads keep the winner's (the loser's is wasted: rare). */
 static void *map_once(_Atomic(uintptr_t) *where, size_t len)
 {
 	uintptr_t cur = atomic_load_explicit(where, memory_order_acquire);
 	if (cur) return (void *)cur;
-	void *p = os_map_meta(len, G.base, G.base + G.size);
+	void *p = meta_alloc(len);
 	if (!p) return NULL;
 	uintptr_t expect = 0;
 	if (atomic_compare_exchange_strong_explicit(where, &expect, (uintptr_t)p, memory_order_acq_rel,
 	                                            memory_order_acquire))
 		return p;
-	os_munmap(p, len);
 	return (void *)expect;
 }
 

@@ -103,7 +103,7 @@ for f in "$src"/*.c "$src"/*.cc; do
 	[ "$got_d" = "$want_d" ] || why="$why; direct $got_d, expected $want_d"
 	[ "$got_i" = "$want_i" ] || why="$why; indirect $got_i, expected $want_i"
 	total_b=$(( ${want_d%/*} + ${want_i%/*} )); total_n=$(( ${want_d#*/} + ${want_i#*/} ))
-	summary=$(sed -n 's/.*SUMMARY: .*[^0-9]\([0-9][0-9]*\) byte(s) leaked in \([0-9][0-9]*\) allocation(s).*/\1\/\2/p' "$TMPD/err")
+	summary=$(sed -n 's/.*SUMMARY:.* \([0-9][0-9]*\) byte(s) leaked in \([0-9][0-9]*\) allocation(s).*/\1\/\2/p' "$TMPD/err")
 	if [ "$total_n" -gt 0 ]; then
 		[ "$rc" -eq 23 ] || why="$why; status $rc, expected 23"
 		[ "$summary" = "$total_b/$total_n" ] || why="$why; SUMMARY '${summary:-none}', expected $total_b/$total_n"
