@@ -164,6 +164,7 @@ typedef struct config {
 	int stats;                      /* STATS_* */
 	char stats_file[256];           /* CONTIG_STATS_FILE or "" */
 	int leaks;                      /* LEAKS_* */
+	char leaks_suppress[256];       /* CONTIG_LEAKS_SUPPRESS or "" */
 	int verbose;                    /* CONTIG_VERBOSE */
 	int check_maps;                 /* CONTIG_CHECK_MAPS: read /proc/self/maps before using reserved pages */
 } config_t;
@@ -273,6 +274,7 @@ HIDDEN void heap_collect_all(void);
 HIDDEN void heap_count_calls(uint64_t *m, uint64_t *f, uint64_t *r);
 HIDDEN void heap_init_key(void);
 HIDDEN void heap_flush_remote(void);
+HIDDEN size_t heap_pending_blocks(void **out, size_t max);
 HIDDEN void heap_set_asked(page_t *pg, const void *p, size_t n);
 HIDDEN size_t heap_asked(const page_t *pg, const void *p);
 extern HIDDEN __thread heap_t *heap_tls __attribute__((tls_model("initial-exec")));

@@ -3,6 +3,7 @@
  * and purging. Everything here runs under one lock; the small-block paths never come here. */
 #include "internal.h"
 #include "maps.h"
+#include "leak.h"
 #include <errno.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -64,6 +65,7 @@ static void *meta_alloc_locked(size_t bytes)
 		size_t chunk = align_up(bytes > ((size_t)1 << 20) ? bytes : ((size_t)1 << 20), OS_PAGE);
 		char *m = os_map_meta(chunk, G.cfg.base, G.cfg.base + (G.npages << PAGE_SHIFT));
 		if (!m) return NULL;
+		leak_note_meta(m, chunk);
 		R.meta_cur = m;
 		R.meta_end = m + chunk;
 	}
