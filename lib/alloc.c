@@ -308,7 +308,7 @@ void *alloc_memalign(size_t align, size_t n)
 		for (unsigned c = size_class(n > align ? n : align); c < NCLASS; c++) {
 			if (class_size[c] % align == 0) {
 				void *p = heap_alloc_class(c);
-				if (G.slow_only && p) { heap_set_asked(page_of(p), p, n); leak_note_alloc(p, n); }
+				if (G.slow_only && p) { heap_set_asked(page_of(p), p, n); leak_note_new(p, n); }
 				return p ? p : (align <= OS_PAGE ? fallback_or_enomem_n(n, 0) : (errno = ENOMEM, NULL));
 			}
 		}

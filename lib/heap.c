@@ -425,7 +425,7 @@ void *heap_alloc_small(size_t n)
 	void *p = heap_alloc_class(cls);
 	if (G.slow_only && p) {
 		heap_set_asked(page_of(p), p, n);
-		leak_note_alloc(p, n);
+		leak_note_new(p, n);
 	}
 	return p;
 }

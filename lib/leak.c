@@ -7,7 +7,8 @@
  * again. Please take every table you keep from meta_alloc() (or call leak_note_meta() on any
  * mapping you make yourself): memory the library made for itself must be excluded from the roots,
  * and meta_alloc() registers its chunks here. An id of 0 is reported with no frames.
- * (Status: what stack.c has now works for this; nothing else is needed.) */
+ * (Status: what stack.c has now works for this; nothing else is needed. FINDINGS 02:12, the
+ * free-list link left in a handed-out block: fixed by leak_note_new(); corpus 21/21 here.) */
 #include "internal.h"
 #include "leak.h"
 #include "stack.h"
@@ -85,6 +86,12 @@ void leak_note_alloc(void *p, size_t asked)
 		if (atomic_compare_exchange_strong(&d[hi].small, &t, mine)) t = mine;
 	}
 	t->stack[((uintptr_t)p - h->start) >> h->shift] = id;
+}
+
+void leak_note_new(void *p, size_t asked)
+{
+	*(block_t **)p = NULL;
+	leak_note_alloc(p, asked);
 }
 
 /* ---- the library's own memory: never a root ---- */

@@ -12,6 +12,10 @@
  * heap.c's table (small blocks) and the page descriptor (large ones). A freed block needs no call:
  * its record is dead with its live bit and overwritten by the next allocation there. */
 __attribute__((visibility("hidden"))) void leak_note_alloc(void *p, size_t asked);
+/* The same for a small block just taken from a free list: also clears the list link the block
+ * still holds in its first word, which the scan would otherwise follow to the next free block
+ * (and to whichever block the program gets there next). */
+__attribute__((visibility("hidden"))) void leak_note_new(void *p, size_t asked);
 
 /* Called for every chunk of the library's own metadata (meta_alloc): the scan must not take it
  * for program memory, or every block a descriptor points to would look reachable. */
