@@ -8,6 +8,7 @@
 # SUMMARY line (absent when clean), the exit status (23 iff something leaks, else the program's
 # own 0), the stdout (the same as without the library) and the stacks must all be right.
 #   CORPUS_TOOL=lsan   the same checks against LeakSanitizer (liblsan.so.0), for docs/leaks.md
+#                      (CORPUS_LSAN_OPTIONS=fast_unwind_on_malloc=0: its DWARF unwinder)
 #   CORPUS_ONLY="a b"  run only these cases;  CORPUS_RESULTS=FILE  one line per case for compare.sh
 # Real programs under CONTIG_LEAKS (clean, same stdout) are tests/safety/leaks.sh's side: the
 # scan engineer owns it; realprog.sh here covers a few until that lands.
@@ -35,7 +36,7 @@ contig) [ -f "$LIBCONTIG" ] || { echo "FAIL: $LIBCONTIG not built"; exit 1; }
 lsan)	preload=$(for d in /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/lib; do
 		[ -f "$d/liblsan.so.0" ] && echo "$d/liblsan.so.0" && break; done)
 	[ -n "$preload" ] || { echo "SKIP: liblsan.so.0 not installed"; exit 77; }
-	toolenv="LSAN_OPTIONS=exitcode=23:detect_leaks=1" ;;
+	toolenv="LSAN_OPTIONS=exitcode=23:detect_leaks=1${CORPUS_LSAN_OPTIONS:+:$CORPUS_LSAN_OPTIONS}" ;;
 *)	echo "FAIL: CORPUS_TOOL=$CORPUS_TOOL (contig or lsan)"; exit 1 ;;
 esac
 

@@ -8,6 +8,6 @@ leaks_corpus = \
 	leaks/global.c leaks/heapheld.c leaks/interior.c leaks/large.c leaks/list.c leaks/many.c \
 	leaks/mmapheld.c leaks/nodebug.c leaks/realloc.c leaks/threadstack.c leaks/tls.c leaks/xor.c \
 	leaks/cxxclean.cc leaks/holder.cc leaks/newarr.cc
-EXTRA_DIST += leaks/corpus.h leaks/corpus.sh $(leaks_corpus)
+EXTRA_DIST += leaks/corpus.h leaks/corpus.sh leaks/compare.sh leaks/bigheap.c $(leaks_corpus)
 # The runner builds the corpus with the configured compilers.
 AM_TESTS_ENVIRONMENT += CC='$(CC)'; export CC; CXX='$(CXX)'; export CXX;
