@@ -8,6 +8,10 @@
  *   thread    a 64-byte block held only by a thread still running at exit (not a leak)
  *   api       contig_leak_check() before, with 3 blocks of 10 bytes hidden, and after freeing
  *             them: prints "api: B0 N0 / B1 N1 / B2 N2 rc"
+ *   busy      4 threads allocate, free and hand blocks to each other (remote frees) while
+ *             main exits: their blocks are held by their stacks and registers, no leak
+ *   exiter    a thread calls exit() while main, blocked in pthread_join, holds a block only
+ *             in its own frame: no leak (main is stopped and its stack scanned)
  *   clean     frees everything */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -82,6 +86,34 @@ __attribute__((noinline)) static void hide_three(void)
 	}
 }
 
+#define BUSY_SLOTS 64
+static void *volatile exchange[BUSY_SLOTS];    /* blocks passed between the busy threads */
+
+static void *run_busy(void *arg)
+{
+	unsigned seed = (unsigned)(uintptr_t)arg;
+	void *mine[BUSY_SLOTS] = { 0 };
+	for (;;) {
+		seed = seed * 1103515245u + 12345u;
+		unsigned i = (seed >> 8) % BUSY_SLOTS;
+		free(mine[i]);
+		mine[i] = malloc(16 + (seed >> 20) % 3000);
+		if (mine[i]) memset(mine[i], 7, 16);
+		/* swap one with another thread: the other side frees it remotely later */
+		void *theirs = __atomic_exchange_n(&exchange[i], mine[i], __ATOMIC_ACQ_REL);
+		mine[i] = theirs;
+	}
+	return NULL;
+}
+
+static void *run_exiter(void *arg)
+{
+	(void)arg;
+	usleep(20000);
+	printf("t-leak: exiter done\n");
+	exit(0);
+}
+
 typedef int (*check_fn)(size_t *, size_t *);
 
 int main(int argc, char **argv)
@@ -100,6 +132,19 @@ int main(int argc, char **argv)
 		volatile int ready = 0;
 		if (pthread_create(&t, NULL, run_thread, (void *)&ready) != 0) return 99;
 		while (!ready) usleep(1000);
+	} else if (strcmp(mode, "busy") == 0) {
+		pthread_t t;
+		for (int i = 0; i < 4; i++)
+			if (pthread_create(&t, NULL, run_busy, (void *)(uintptr_t)(i + 1)) != 0) return 99;
+		usleep(100000);
+	} else if (strcmp(mode, "exiter") == 0) {
+		pthread_t t;
+		void *volatile local = malloc(80);
+		memset(local, 8, 80);
+		if (pthread_create(&t, NULL, run_exiter, NULL) != 0) return 99;
+		pthread_join(t, NULL);
+		free(local);
+		return 96;
 	} else if (strcmp(mode, "api") == 0) {
 		check_fn check = (check_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "contig_leak_check");
 		size_t b[3] = { 9, 9, 9 }, n[3] = { 9, 9, 9 };
