@@ -208,16 +208,22 @@ static size_t blk_asked(const blk_t *b)
 }
 
 /* ---- reading memory that may not be readable: a fault skips the rest of the OS page ---- */
-static sigjmp_buf guard_jb;
+/* What holds registers or block addresses while scanning lives in metadata: the library's own
+ * data segment is scanned like any loaded object's, and must not keep blocks alive. */
+typedef struct scratch {
+	sigjmp_buf jb;                  /* where a fault while scanning resumes */
+	uintptr_t self;                 /* SCAN_INDIRECT: the leaked block being scanned */
+	struct sigaction old_segv, old_bus; /* the handlers the guard replaced */
+} scratch_t;
+static scratch_t *SX;
 static volatile int guard_on;
-static struct sigaction old_segv, old_bus;
 
 static void guard_handler(int sig, siginfo_t *si, void *uc)
 {
 	(void)si; (void)uc;
-	if (guard_on) siglongjmp(guard_jb, 1);
+	if (guard_on) siglongjmp(SX->jb, 1);
 	/* not ours: give the fault to whoever had it */
-	sigaction(sig, sig == SIGSEGV ? &old_segv : &old_bus, NULL);
+	sigaction(sig, sig == SIGSEGV ? &SX->old_segv : &SX->old_bus, NULL);
 }
 
 static void guard_install(void)
@@ -227,20 +233,19 @@ static void guard_install(void)
 	sa.sa_sigaction = guard_handler;
 	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGSEGV, &sa, &old_segv);
-	sigaction(SIGBUS, &sa, &old_bus);
+	sigaction(SIGSEGV, &sa, &SX->old_segv);
+	sigaction(SIGBUS, &sa, &SX->old_bus);
 }
 
 static void guard_remove(void)
 {
-	sigaction(SIGSEGV, &old_segv, NULL);
-	sigaction(SIGBUS, &old_bus, NULL);
+	sigaction(SIGSEGV, &SX->old_segv, NULL);
+	sigaction(SIGBUS, &SX->old_bus, NULL);
 }
 
 /* ---- marking ---- */
 enum { SCAN_MARK, SCAN_INDIRECT };
 static int scan_mode;
-static uintptr_t scan_self;             /* SCAN_INDIRECT: the leaked block being scanned */
 
 static void push(uintptr_t a)
 {
@@ -258,7 +263,7 @@ static inline void see_word(uintptr_t v)
 		else *large_state(&b) |= L_REACH;
 		push(b.start);
 	} else {
-		if (blk_reached(&b) || b.start == scan_self) return;
+		if (blk_reached(&b) || b.start == SX->self) return;
 		if (b.t) b.t->ind[b.bit >> 6] |= 1ull << (b.bit & 63);
 		else *large_state(&b) |= L_IND;
 	}
@@ -277,7 +282,7 @@ static void scan_region(uintptr_t lo, uintptr_t hi)
 {
 	volatile uintptr_t pos = align_up(lo, sizeof(uintptr_t));
 	hi = align_down(hi, sizeof(uintptr_t));
-	if (sigsetjmp(guard_jb, 0)) pos = align_down(pos, OS_PAGE) + OS_PAGE;
+	if (sigsetjmp(SX->jb, 0)) pos = align_down(pos, OS_PAGE) + OS_PAGE;
 	guard_on = 1;
 	while (pos < hi) {
 		uintptr_t end = align_down(pos, OS_PAGE) + OS_PAGE;
@@ -530,10 +535,15 @@ static void scan_outside(uintptr_t lo, uintptr_t hi)
 		if (meta[i].lo > lo) scan_outside(lo, meta[i].lo);
 		lo = meta[i].hi;
 	}
-	uintptr_t plo = (uintptr_t)G.pages, phi = plo + G.npages * sizeof(page_t);
-	if (lo < hi && phi > lo && plo < hi) {
-		if (plo > lo) scan_root(lo, plo);
-		lo = phi;
+	/* the descriptors, and G itself (G.base is the address of the range's first block) */
+	const uintptr_t skip[2][2] = {
+		{ (uintptr_t)G.pages, (uintptr_t)G.pages + G.npages * sizeof(page_t) },
+		{ (uintptr_t)&G, (uintptr_t)(&G + 1) },
+	};
+	for (int k = 0; k < 2 && lo < hi; k++) {
+		if (skip[k][1] <= lo || skip[k][0] >= hi) continue;
+		if (skip[k][0] > lo) scan_outside(lo, skip[k][0]);
+		lo = skip[k][1];
 	}
 	if (lo < hi) scan_root(lo, hi);
 }
@@ -592,7 +602,7 @@ static void indirect_cb(const blk_t *b)
 	if (blk_reached(b)) return;
 	size_t n = blk_asked(b);
 	if (n > b->len) n = b->len;
-	scan_self = b->start;
+	SX->self = b->start;
 	scan_region(b->start, b->start + n);
 }
 
@@ -858,7 +868,8 @@ static int prepare(void)
 	if (!mstack) mstack = meta_alloc(MSTACK_CAP * sizeof *mstack);
 	if (!slots) slots = meta_alloc(MAX_THREADS * sizeof *slots);
 	if (!groups) groups = meta_alloc(GROUP_SLOTS * sizeof *groups);
-	if (!mstack || !slots || !groups || !dir_get()) return -1;
+	if (!SX) SX = meta_alloc(sizeof *SX);
+	if (!mstack || !slots || !groups || !SX || !dir_get()) return -1;
 	memset(groups, 0, GROUP_SLOTS * sizeof *groups);
 	ngroups = 0;
 	msp = 0;

@@ -64,8 +64,9 @@ __attribute__((noinline)) static void at_depth(void (*fn)(void))
 /* Overwrite the dead stack below us, where the callees above left their pointers. */
 __attribute__((noinline)) static void clobber(void)
 {
-	volatile char junk[65536];
-	memset((char *)junk, 0, sizeof junk);
+	char junk[65536];
+	memset(junk, 0, sizeof junk);
+	__asm__ volatile("" : : "r"(junk) : "memory");     /* the stores may not be dropped */
 }
 
 static void *run_thread(void *arg)
