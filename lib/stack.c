@@ -38,6 +38,9 @@ typedef struct walk {
 	unsigned n, max;                /* kept so far, capacity */
 	unsigned seen;                  /* frames visited (a bound against a corrupt stack) */
 	int skipping;                   /* still inside our own or operator new's frames */
+	int stopped;                    /* we ended the walk (depth reached), not the unwinder */
+	uintptr_t pend_pc, pend_sp;     /* the frame before, learned once its caller's SP is known */
+	uintptr_t pend_rbp;             /* its rbp (CFA == rbp + 16: frame-pointer code, not cached) */
 } walk_t;
 
 static bool in_self(uintptr_t pc) { return pc >= (uintptr_t)__ehdr_start && pc < (uintptr_t)__etext; }
@@ -49,17 +52,109 @@ static bool in_new(uintptr_t pc)
 	return false;
 }
 
+/* ---- the frame cache: a fast walk for frames seen before ----
+ * On x86-64 the return address sits just below the CFA, and for most code the CFA is the stack
+ * pointer plus a constant per pc. The DWARF walk records, per return address, CFA - SP; once a pc
+ * was seen twice with the same offset (never with another), with its return address at CFA - 8
+ * and its CFA not rbp + 16 (frame-pointer code, where alloca makes the offset vary), later
+ * captures step over it with two loads. Anything unknown, any doubt, falls back to the DWARF
+ * walk. An entry is one word: pc << 16 | off / 8 << 4 | seen << 2 | terminal << 1 | bad. */
+#define FC_BITS   16u
+#define FC_SLOTS  (1u << FC_BITS)
+#define FC_PROBES 16u
+#define FC_OFF_MAX ((uintptr_t)0xfff << 3)      /* frames up to 32 KiB */
+static _Atomic(uint64_t) *fcache;               /* FC_SLOTS words, meta memory */
+static void *map_once(_Atomic(uintptr_t) *where, size_t len);
+static _Atomic(uintptr_t) fcache_map;
+static __thread uintptr_t stack_hi __attribute__((tls_model("initial-exec")));  /* highest CFA seen here */
+/* Debug builds check every fast walk against the DWARF one (so the cache cannot rot). */
+static const bool stack_verify = CONTIG_DEBUG;
+
+static _Atomic(uint64_t) *fc_slot(uintptr_t pc, bool create)
+{
+	if (!fcache) return NULL;
+	uint32_t h = (uint32_t)((pc * 0x9e3779b97f4a7c15ull) >> (64 - FC_BITS));
+	for (uint32_t k = 0; k < FC_PROBES; k++, h = (h + 1) & (FC_SLOTS - 1)) {
+		uint64_t e = atomic_load_explicit(&fcache[h], memory_order_relaxed);
+		if ((e >> 16) == pc) return &fcache[h];
+		if (!e) {
+			if (!create) return NULL;
+			uint64_t want = (uint64_t)pc << 16;
+			if (atomic_compare_exchange_strong(&fcache[h], &e, want) || (e >> 16) == pc) return &fcache[h];
+		}
+	}
+	return NULL;
+}
+
+/* Record one observation of pc: off = CFA - SP (0: not cacheable), or the walk's last frame. */
+static void fc_learn(uintptr_t pc, uintptr_t off, bool terminal)
+{
+	if (!pc || pc >> 47) return;
+	_Atomic(uint64_t) *slot = fc_slot(pc, true);
+	if (!slot) return;
+	uint64_t e = atomic_load_explicit(slot, memory_order_relaxed), want;
+	do {
+		uint64_t seen = (e >> 2) & 3, old_off = ((e >> 4) & 0xfff) << 3;
+		bool bad = (e & 1) || (!terminal && (!off || off > FC_OFF_MAX || (off & 7))) ||
+		           (seen && !terminal && !(e & 2) && old_off != off) || (seen && terminal != !!(e & 2));
+		want = (uint64_t)pc << 16;
+		if (bad) want |= 1;
+		else want |= (uint64_t)(terminal ? 0 : off >> 3) << 4 | (seen < 3 ? seen + 1 : 3) << 2 | (terminal ? 2u : 0u);
+	} while (want != e && !atomic_compare_exchange_weak(slot, &e, want));
+}
+
+/* The fast walk from our own CFA; false when any frame is not known well enough. */
+static bool fast_walk(walk_t *w, uintptr_t sp)
+{
+	uintptr_t hi = stack_hi;
+	if (!fcache || !hi || sp >= hi) return false;
+	uintptr_t pc = ((const uintptr_t *)sp)[-1];
+	for (unsigned steps = 0; pc && steps < STACK_DEPTH_MAX + 64; steps++) {
+		_Atomic(uint64_t) *slot = fc_slot(pc, false);
+		if (!slot) return false;
+		uint64_t e = atomic_load_explicit(slot, memory_order_relaxed);
+		if ((e & 1) || ((e >> 2) & 3) < 2) return false;
+		if (w->skipping && (in_self(pc) || in_new(pc))) {
+			/* one of ours: not kept */
+		} else {
+			w->skipping = 0;
+			w->pcs[w->n++] = pc;
+			if (w->n == w->max) return true;
+		}
+		if (e & 2) return true;                         /* the outermost frame */
+		uintptr_t cfa = sp + (((e >> 4) & 0xfff) << 3);
+		if (cfa <= sp || cfa > hi) return false;
+		pc = ((const uintptr_t *)cfa)[-1];
+		sp = cfa;
+	}
+	return false;
+}
+
+/* libgcc's context for a frame holds that frame's stack pointer as "CFA" (the CFA of the frame
+ * it just stepped out of): frame i's CFA - SP is known at frame i + 1. */
 static _Unwind_Reason_Code walk_frame(struct _Unwind_Context *ctx, void *arg)
 {
 	walk_t *w = arg;
 	uintptr_t pc = (uintptr_t)_Unwind_GetIP(ctx);
-	if (!pc || ++w->seen > STACK_DEPTH_MAX + 64) return _URC_END_OF_STACK;
+	uintptr_t sp = (uintptr_t)_Unwind_GetCFA(ctx);
+	if (!pc) return _URC_END_OF_STACK;      /* after an undefined return address (_start, clone) */
+	if (w->pend_pc) {               /* the frame before: cacheable if its return address is pc */
+		bool ok = sp > w->pend_sp && ((const uintptr_t *)sp)[-1] == pc && sp != w->pend_rbp + 16;
+		fc_learn(w->pend_pc, ok ? sp - w->pend_sp : 0, false);
+	}
+	if (sp > stack_hi) stack_hi = sp;
+	w->pend_pc = pc;
+	w->pend_sp = sp;
+	w->pend_rbp = (uintptr_t)_Unwind_GetGR(ctx, 6);
+	if (++w->seen > STACK_DEPTH_MAX + 64) { w->stopped = 1; return _URC_END_OF_STACK; }
 	if (w->skipping) {
 		if (in_self(pc) || in_new(pc)) return _URC_NO_REASON;
 		w->skipping = 0;
 	}
 	w->pcs[w->n++] = pc;
-	return w->n < w->max ? _URC_NO_REASON : _URC_END_OF_STACK;
+	if (w->n < w->max) return _URC_NO_REASON;
+	w->stopped = 1;
+	return _URC_END_OF_STACK;
 }
 
 /* CONTIG_LEAKS_DEPTH: frames kept per stack, 1..STACK_DEPTH_MAX. Read in the constructor. */
@@ -204,13 +299,31 @@ static uint32_t intern(const uintptr_t *pc, unsigned n)
 	return 0;
 }
 
+static void dwarf_walk(walk_t *w)
+{
+	_Unwind_Backtrace(walk_frame, w);
+	if (!w->stopped && w->pend_pc) fc_learn(w->pend_pc, 0, true);   /* the outermost frame */
+}
+
 uint32_t stack_capture(void)
 {
 	if (capturing || !atomic_load_explicit(&unwind_ready, memory_order_acquire)) return 0;
 	capturing = 1;
+	if (!fcache) fcache = map_once(&fcache_map, FC_SLOTS * sizeof *fcache);
 	uintptr_t pcs[STACK_DEPTH_MAX];
-	walk_t w = { .pcs = pcs, .n = 0, .max = depth, .seen = 0, .skipping = 1 };
-	_Unwind_Backtrace(walk_frame, &w);
+	walk_t w = { .pcs = pcs, .max = depth, .skipping = 1 };
+	if (!fast_walk(&w, (uintptr_t)__builtin_dwarf_cfa())) {
+		memset(&w, 0, sizeof w);
+		w.pcs = pcs;
+		w.max = depth;
+		w.skipping = 1;
+		dwarf_walk(&w);
+	} else if (stack_verify) {
+		uintptr_t check[STACK_DEPTH_MAX];
+		walk_t v = { .pcs = check, .max = depth, .skipping = 1 };
+		dwarf_walk(&v);
+		CONTIG_ASSERT(v.n == w.n && memcmp(check, pcs, w.n * sizeof *pcs) == 0);
+	}
 	uint32_t id = w.n ? intern(pcs, w.n) : 0;
 	capturing = 0;
 	return id;
