@@ -227,7 +227,7 @@ typedef struct rec {
 	uintptr_t pc[];                 /* depth entries, n used */
 } rec_t;
 
-static _Atomic(uint32_t) *slots;                /* id or 0; SLOTS entries, mapped on first use */
+static _Atomic(uintptr_t) slots_map;            /* SLOTS ids (0: empty), taken on first use */
 static _Atomic(uintptr_t) chunks[NCHUNKS];      /* rec_t arrays of 1 << CHUNK_BITS */
 static _Atomic(uint32_t) next_id = 1;
 static _Atomic(uint64_t) n_full;                /* captures dropped because the table was full */
@@ -268,19 +268,19 @@ static uint64_t hash_frames(const uintptr_t *pc, unsigned n)
 
 static uint32_t intern(const uintptr_t *pc, unsigned n)
 {
-	static _Atomic(uintptr_t) slots_map;
-	if (!slots) {
-		slots = map_once(&slots_map, SLOTS * sizeof(uint32_t));
-		if (!slots) return 0;
-	}
+	_Atomic(uint32_t) *slots = map_once(&slots_map, SLOTS * sizeof(uint32_t));
+	if (!slots) return 0;
 	uint64_t h = hash_frames(pc, n);
 	uint32_t mine = 0;                      /* an id taken for this stack, not yet published */
 	for (uint32_t i = (uint32_t)(h >> (64 - SLOT_BITS)), probes = 0; probes < SLOTS; i = (i + 1) & (SLOTS - 1), probes++) {
 		uint32_t id = atomic_load_explicit(&slots[i], memory_order_acquire);
 		if (!id) {
 			if (!mine) {
-				mine = atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed);
-				if (mine >= MAX_STACKS) { atomic_fetch_add(&n_full, 1); return 0; }
+				if (atomic_load_explicit(&next_id, memory_order_relaxed) >= MAX_STACKS ||
+				    (mine = atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed)) >= MAX_STACKS) {
+					atomic_fetch_add(&n_full, 1);           /* full: no stack, id 0 */
+					return 0;
+				}
 				if (!map_once(&chunks[mine >> CHUNK_BITS], rec_bytes() << CHUNK_BITS)) return 0;
 				rec_t *r = rec_of(mine);
 				r->hash = h;
@@ -309,7 +309,7 @@ uint32_t stack_capture(void)
 {
 	if (capturing || !atomic_load_explicit(&unwind_ready, memory_order_acquire)) return 0;
 	capturing = 1;
-	if (!fcache) fcache = map_once(&fcache_map, FC_SLOTS * sizeof *fcache);
+	fcache = map_once(&fcache_map, FC_SLOTS * sizeof *fcache);    /* the same pointer for all */
 	uintptr_t pcs[STACK_DEPTH_MAX];
 	walk_t w = { .pcs = pcs, .max = depth, .skipping = 1 };
 	if (!fast_walk(&w, (uintptr_t)__builtin_dwarf_cfa())) {
