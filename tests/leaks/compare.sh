@@ -6,7 +6,9 @@
 #    on malloc) and LSan with fast_unwind_on_malloc=0 (DWARF unwinding, like libcontig);
 # 2. real Debian programs: leaks reported, stdout the same as without a preload, crash, time;
 # 3. the exit scan's speed on a program with a 1 GiB heap (bigheap.c).
+# 4. the cost of a malloc+free in leak mode (the stack capture), beside LSan's two unwinders.
 # COMPARE_RUNS (default 3): runs per timing, the fastest is kept. COMPARE_BIG_MIB (1024).
+# COMPARE_SECTIONS (default "corpus real scan capture"): which of them to run.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -18,6 +20,8 @@ LSAN=$(for d in /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/lib; do [ -f "$d/libls
 [ -n "$LSAN" ] || { echo "liblsan.so.0 not found (apt-get install liblsan0)" >&2; exit 1; }
 : "${COMPARE_RUNS:=3}"
 : "${COMPARE_BIG_MIB:=1024}"
+: "${COMPARE_SECTIONS:=corpus real scan capture}"
+want() { case " $COMPARE_SECTIONS " in *" $1 "*) return 0 ;; esac; return 1; }
 : "${CC:=cc}"
 TESTS_SRCDIR=$top/tests
 export LIBCONTIG CC TESTS_SRCDIR
@@ -32,6 +36,7 @@ echo "libcontig $(git -C "$top" describe --always --dirty 2>/dev/null || echo '?
 echo
 
 ## ---- 1. the corpus ----
+if want corpus; then
 for tool in contig lsan lsan-dwarf; do
 	case $tool in
 	contig) CORPUS_RESULTS=$T/res-$tool CORPUS_TOOL=contig sh "$here/corpus.sh" ;;
@@ -67,8 +72,10 @@ for tool in contig lsan lsan-dwarf; do
 	echo "$tool: $(tail -1 "$T/corpus-$tool.log")"
 done
 echo
+fi
 
 ## ---- 2. real programs ----
+if want real; then
 # A small git repository and inputs, made here.
 mkdir -p "$T/repo" "$T/in"
 git -C "$T/repo" init -q
@@ -165,8 +172,10 @@ while IFS='|' read -r name cmd; do
 done <"$T/programs"
 echo
 if [ -n "${COMPARE_KEEP:-}" ]; then mkdir -p "$COMPARE_KEEP" && cp "$T"/last-*.err "$COMPARE_KEEP"/; fi
+fi
 
 ## ---- 3. scan speed ----
+if want scan; then
 $CC -O2 -o "$T/bigheap" "$here/bigheap.c" || exit 1
 big() {   # TOOL-ENV...: runs bigheap, prints "total_s exit_s"
 	t0=$(date +%s.%N)
@@ -195,3 +204,34 @@ for tool in plain contig-report lsan; do
 	[ "$tool" = plain ] && rate="(no check)"
 	echo "| $tool | ${r% *} | $after | $rate | $found |"
 done
+echo
+fi
+
+## ---- 4. capture cost ----
+if want capture; then
+$CC -O2 -fomit-frame-pointer -o "$T/capture-bench" "$here/capture-bench.c" || exit 1
+echo "### Cost of a malloc+free in leak mode"
+echo
+echo "capture-bench.c: malloc+free five calls deep, 10^6 times, -O2 -fomit-frame-pointer; the"
+echo "fastest of $COMPARE_RUNS runs. Leak mode captures the allocation stack of every block."
+echo
+echo "| run | ns per malloc+free |"
+echo "|---|---|"
+for tool in glibc libcontig libcontig-leaks lsan-fp lsan-dwarf; do
+	case $tool in
+	glibc) set -- ;;
+	libcontig) set -- LD_PRELOAD=$LIBCONTIG ;;
+	libcontig-leaks) set -- LD_PRELOAD=$LIBCONTIG CONTIG_LEAKS=report ;;
+	lsan-fp) set -- LD_PRELOAD=$LSAN ;;
+	lsan-dwarf) set -- LD_PRELOAD=$LSAN LSAN_OPTIONS=fast_unwind_on_malloc=0 ;;
+	esac
+	best=""
+	r=0
+	while [ "$r" -lt "$COMPARE_RUNS" ]; do
+		ns=$(env "$@" "$T/capture-bench" 2>/dev/null | sed -n 's/^\([0-9.]*\) ns.*/\1/p')
+		best=$(echo "${best:-$ns} $ns" | awk '{ print ($2 < $1) ? $2 : $1 }')
+		r=$((r + 1))
+	done
+	echo "| $tool | $best |"
+done
+fi
