@@ -140,5 +140,24 @@ for f in "$src"/*.c "$src"/*.cc; do
 		fi
 	fi
 done
+# CONTIG_LEAKS_DEPTH (the stack side's own variable): deep.c's leak is 30 calls deep, so exactly
+# that many frames (3, 34: the whole stack is 36) are kept; a bad value is named on one line and the default (16) used.
+if [ "$CORPUS_TOOL" = contig ] && [ -x "$TMPD/deep" ]; then
+	frames() { awk '/leak of/ { on = 1; next } on && $1 ~ /^#[0-9]+$/ { n++ } on && $1 !~ /^#/ { on = 0 } END { print n + 0 }' "$TMPD/err"; }
+	for d in 3 34; do
+		LD_PRELOAD="$LIBCONTIG" CONTIG_LEAKS=report CONTIG_LEAKS_DEPTH=$d "$TMPD/deep" >/dev/null 2>"$TMPD/err"
+		n=$(frames)
+		if [ "$n" -eq "$d" ]; then passes=$((passes + 1)); echo "ok CONTIG_LEAKS_DEPTH=$d: $n frames"
+		else fails=$((fails + 1)); echo "FAIL CONTIG_LEAKS_DEPTH=$d: $n frames in the report"; fi
+	done
+	LD_PRELOAD="$LIBCONTIG" CONTIG_LEAKS=report CONTIG_LEAKS_DEPTH=lots "$TMPD/deep" >/dev/null 2>"$TMPD/err"
+	n=$(frames)
+	if grep -q '^libcontig: CONTIG_LEAKS_DEPTH="lots" is not a number of frames from 1 to 64; using 16$' "$TMPD/err" &&
+	   [ "$n" -eq 16 ]; then
+		passes=$((passes + 1)); echo "ok CONTIG_LEAKS_DEPTH=lots: named, 16 frames"
+	else
+		fails=$((fails + 1)); echo "FAIL CONTIG_LEAKS_DEPTH=lots: $n frames, stderr: $(head -2 "$TMPD/err")"
+	fi
+fi
 echo "$passes passed, $fails failed, $xfails expected failures ($CORPUS_TOOL)"
 [ "$fails" -eq 0 ]
