@@ -425,7 +425,7 @@ static void park_handler(int sig, siginfo_t *si, void *ucv)
 	s->npend = heap_pending_blocks(s->pend, NPEND);
 	atomic_store(&s->state, 1);
 	uint64_t t0 = os_now_ms();
-	while (atomic_load(&parking) && os_now_ms() - t0 < 2 * TIME_CAP_MS) {
+	while (atomic_load(&parking) && os_now_ms() - t0 < (uint64_t)2 * TIME_CAP_MS) {
 		struct timespec ts = { 1, 0 };
 		SC(SYS_futex, &parking, FUTEX_WAIT_PRIVATE, 1, &ts, 0, 0);
 	}
@@ -885,7 +885,7 @@ static void rescan_cb(const blk_t *b)
 	if (blk_reached(b)) scan_block_at(b->start);
 }
 
-static NOINLINE void run_check(uintptr_t sp, volatile uintptr_t *regs, size_t *bytes, size_t *blocks)
+static NOINLINE void run_check(uintptr_t sp, const volatile uintptr_t *regs, size_t *bytes, size_t *blocks)
 {
 	*bytes = *blocks = 0;
 	if (prepare() != 0) {
@@ -935,7 +935,7 @@ int leak_check(int at_exit, size_t *bytes, size_t *blocks)
 		if (blocks) *blocks = 0;
 		return -1;
 	}
-	volatile uintptr_t regs[12];
+	volatile uintptr_t regs[12] = { 0 };
 	save_regs(regs);
 	heap_collect_all();
 	pthread_mutex_lock(&check_lock);
