@@ -399,11 +399,11 @@ static void symbolizer_start(symbolizer_t *s)
 	s->pid = -1;
 	if (find_addr2line(tool, sizeof tool) != 0) return;
 	if (sc(SYS_socketpair, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, (long)sv) != 0) return;
-	char *argv[] = { tool, (char *)"-f", (char *)"-C", (char *)"-e", s->path, NULL };
-	char *envp[] = { (char *)"PATH=/usr/bin:/bin", (char *)"LC_ALL=C", NULL };
 	long pid = sc(SYS_clone, 0, 0, 0, 0);
 	if (pid == 0) {
 		/* the child: raw system calls only, then exec */
+		char *argv[] = { tool, (char *)"-f", (char *)"-C", (char *)"-e", s->path, NULL };
+		char *envp[] = { (char *)"PATH=/usr/bin:/bin", (char *)"LC_ALL=C", NULL };
 		int null = (int)sc(SYS_openat, AT_FDCWD, (long)"/dev/null", O_WRONLY, 0);
 		sc(SYS_dup2, sv[1], 0, 0, 0);
 		sc(SYS_dup2, sv[1], 1, 0, 0);
@@ -426,7 +426,7 @@ static void symbolizer_stop(symbolizer_t *s, bool kill)
 	/* EOF on its stdin ends addr2line; bounded anyway: kill after ~1 s */
 	for (int i = 0; i < 100; i++) {
 		if (sc(SYS_wait4, s->pid, (long)&st, WNOHANG | __WALL, 0) != 0) { s->pid = -1; return; }
-		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		struct timespec ts = { 0, 10000000L };     /* 10 ms */
 		sc(SYS_nanosleep, (long)&ts, 0, 0, 0);
 	}
 	sc(SYS_kill, s->pid, SIGKILL, 0, 0);
