@@ -168,7 +168,7 @@ static bool find_block(uintptr_t v, blk_t *b)
 		if (!t) return false;                        /* never recorded: not tracked */
 		uintptr_t off = v - pg->start;
 		if (off >= run_bytes(pg)) return false;
-		size_t k = off / pg->block_size;
+		size_t k = (uint32_t)off / pg->block_size;      /* off < 512 KiB: a 32-bit division */
 		if (k >= pg->capacity) return false;
 		uintptr_t s = pg->start + k * pg->block_size;
 		size_t bit = (s - pg->start) >> pg->shift;
