@@ -570,10 +570,21 @@ static void scan_inside(uintptr_t lo, uintptr_t hi)
 	}
 }
 
+/* Which mappings hold roots: private writable ones (data segments, bss, anonymous memory),
+ * anonymous ones the program made read-only after filling them, and shared anonymous memory
+ * (/dev/zero, memfd, SysV); never a file's shared pages or plain read-only file data. */
+static bool is_root_mapping(const maps_entry_t *m)
+{
+	if (m->perms[0] != 'r') return false;
+	if (m->perms[3] == 'p') return m->perms[1] == 'w' || (m->anon && m->path[0] != '[');
+	return m->perms[1] == 'w' && (strncmp(m->path, "/dev/zero", 9) == 0 ||
+	                              strncmp(m->path, "/memfd:", 7) == 0 || strncmp(m->path, "/SYSV", 5) == 0);
+}
+
 static int root_cb(const maps_entry_t *m, void *arg)
 {
 	(void)arg;
-	if (m->perms[0] != 'r' || m->perms[1] != 'w' || m->perms[3] != 'p') return 0;
+	if (!is_root_mapping(m)) return 0;
 	uintptr_t lo = m->lo, hi = m->hi, rlo = G.base, rhi = G.base + G.size;
 	if (lo < rlo) scan_outside(lo, hi < rlo ? hi : rlo);
 	if (hi > rhi) scan_outside(lo > rhi ? lo : rhi, hi);

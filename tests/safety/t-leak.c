@@ -12,6 +12,8 @@
  *             main exits: their blocks are held by their stacks and registers, no leak
  *   exiter    a thread calls exit() while main, blocked in pthread_join, holds a block only
  *             in its own frame: no leak (main is stopped and its stack scanned)
+ *   mapped    blocks held only from a private mapping made read-only after the store and from
+ *             a shared anonymous mapping: no leak (both are the program's memory)
  *   clean     frees everything */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -19,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 void *volatile holder;                 /* volatile: the compiler may not drop the stores */
@@ -146,6 +149,13 @@ int main(int argc, char **argv)
 		pthread_join(t, NULL);
 		free(local);
 		return 96;
+	} else if (strcmp(mode, "mapped") == 0) {
+		void **ro = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		void **sh = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		if (ro == MAP_FAILED || sh == MAP_FAILED) return 95;
+		ro[7] = malloc(90);
+		sh[9] = malloc(91);
+		if (mprotect(ro, 4096, PROT_READ) != 0) return 94;
 	} else if (strcmp(mode, "api") == 0) {
 		check_fn check = (check_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "contig_leak_check");
 		size_t b[3] = { 9, 9, 9 }, n[3] = { 9, 9, 9 };
