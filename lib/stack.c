@@ -200,14 +200,40 @@ static void find_operator_new(void)
 	}
 }
 
-/* Before this runs, the loader's object lookup may not be set up: captures return 0 (those
- * early blocks belong to the loader and libc, never leaks). Costs nothing without CONTIG_LEAKS. */
+/* CONTIG_LEAKS_DEPTH fixes the size of the stack records, so it is read once, before the first
+ * capture (early or from the constructor). */
+static void depth_once(void)
+{
+	static _Atomic(int) done;
+	int expect = 0;
+	if (atomic_load_explicit(&done, memory_order_acquire) == 2) return;
+	if (atomic_compare_exchange_strong(&done, &expect, 1)) {
+		read_depth();
+		atomic_store_explicit(&done, 2, memory_order_release);
+	}
+	while (atomic_load_explicit(&done, memory_order_acquire) != 2) { /* another thread reads it */ }
+}
+
+/* Captures before stack.c's constructor: only once the loader has relocated everything and is
+ * running initializers (_r_debug says RT_CONSISTENT; during its own start-up it says RT_ADD and
+ * a walk could reach objects not yet set up), and once libc's environ is there. So a leak in
+ * another library's constructor that runs before ours still gets its stack. Before that,
+ * captures return 0: those early blocks are the loader's and libc's, never leaks. */
+static bool early_ok(void)
+{
+	if (atomic_load_explicit(&G.state, memory_order_acquire) != 2 || G.cfg.leaks == LEAKS_OFF) return false;
+	if (!environ || _r_debug.r_state != RT_CONSISTENT) return false;
+	depth_once();
+	return true;
+}
+
+/* Costs nothing without CONTIG_LEAKS. operator new's extent is known only from here on. */
 __attribute__((constructor)) static void stack_constructor(void)
 {
 	contig_ensure_init();
 	if (G.cfg.leaks == LEAKS_OFF) return;
 	capturing = 1;                  /* dlsym may allocate: those blocks take no stack */
-	read_depth();
+	depth_once();
 	find_operator_new();
 	capturing = 0;
 	atomic_store_explicit(&unwind_ready, 1, memory_order_release);
@@ -307,7 +333,7 @@ static void dwarf_walk(walk_t *w)
 
 uint32_t stack_capture(void)
 {
-	if (capturing || !atomic_load_explicit(&unwind_ready, memory_order_acquire)) return 0;
+	if (capturing || (!atomic_load_explicit(&unwind_ready, memory_order_acquire) && !early_ok())) return 0;
 	capturing = 1;
 	fcache = map_once(&fcache_map, FC_SLOTS * sizeof *fcache);    /* the same pointer for all */
 	uintptr_t pcs[STACK_DEPTH_MAX];

@@ -159,5 +159,24 @@ if [ "$CORPUS_TOOL" = contig ] && [ -x "$TMPD/deep" ]; then
 		fails=$((fails + 1)); echo "FAIL CONTIG_LEAKS_DEPTH=lots: $n frames, stderr: $(head -2 "$TMPD/err")"
 	fi
 fi
+# A leak in the constructor of a library the program needs: that constructor runs before the
+# checker's own, and the stack must already be captured (ctorleak-lib.c states the truth).
+if [ -z "$CORPUS_ONLY" ] || case " $CORPUS_ONLY " in *" ctorleak "*) true ;; *) false ;; esac; then
+	why=""
+	if $CC -g -O2 -fomit-frame-pointer -fPIC -shared -I"$src" -o "$TMPD/libctorleak.so" "$src/ctorleak-lib.c" &&
+	   $CC -g -O2 -o "$TMPD/ctorleak" "$src/ctorleak-main.c" -L"$TMPD" -lctorleak -Wl,-rpath,"$TMPD"; then
+		timeout -k 5 "$CORPUS_TIMEOUT" env LD_PRELOAD="$preload" $toolenv "$TMPD/ctorleak" >/dev/null 2>"$TMPD/err"
+		rc=$?
+		groups <"$TMPD/err" >"$TMPD/groups"
+		[ "$(sum Direct)" = 55/1 ] || why="direct $(sum Direct), expected 55/1"
+		[ "$rc" -eq 23 ] || why="${why:+$why; }status $rc, expected 23"
+		awk '$1 == "Direct" && $4 == "ctor_leak" && $5 == "ctor_init" { f = 1 } END { exit !f }' "$TMPD/groups" ||
+			why="${why:+$why; }no group allocated from 'ctor_leak ctor_init'"
+	else
+		why="does not compile"
+	fi
+	if [ -z "$why" ]; then passes=$((passes + 1)); echo "ok ctorleak (a dependency's constructor)"
+	else fails=$((fails + 1)); echo "FAIL ctorleak: $why"; sed 's/^/  err: /' "$TMPD/err" | head -8; fi
+fi
 echo "$passes passed, $fails failed, $xfails expected failures ($CORPUS_TOOL)"
 [ "$fails" -eq 0 ]

@@ -10,6 +10,6 @@ leaks_corpus = \
 	leaks/mmapheld.c leaks/nodebug.c leaks/realloc.c leaks/threadstack.c leaks/tls.c leaks/xor.c \
 	leaks/cxxclean.cc leaks/exceptions.cc leaks/holder.cc leaks/newarr.cc
 TESTS += leaks/corpus.sh leaks/realprog.sh
-EXTRA_DIST += leaks/corpus.h leaks/corpus.sh leaks/realprog.sh leaks/compare.sh leaks/bigheap.c leaks/capture-bench.c $(leaks_corpus)
+EXTRA_DIST += leaks/corpus.h leaks/corpus.sh leaks/realprog.sh leaks/compare.sh leaks/bigheap.c leaks/capture-bench.c leaks/ctorleak-lib.c leaks/ctorleak-main.c $(leaks_corpus)
 # The runner builds the corpus with the configured compilers.
 AM_TESTS_ENVIRONMENT += CC='$(CC)'; export CC; CXX='$(CXX)'; export CXX;
