@@ -214,11 +214,11 @@ static void depth_once(void)
 	while (atomic_load_explicit(&done, memory_order_acquire) != 2) { /* another thread reads it */ }
 }
 
-/* Captures before stack.c's constructor: only once the loader has relocated everything and is
- * running initializers (_r_debug says RT_CONSISTENT; during its own start-up it says RT_ADD and
- * a walk could reach objects not yet set up), and once libc's environ is there. So a leak in
- * another library's constructor that runs before ours still gets its stack. Before that,
- * captures return 0: those early blocks are the loader's and libc's, never leaks. */
+/* Captures before stack.c's constructor (another library's constructor may run first): the
+ * loader installs the real malloc only once every initial object is relocated (libgcc_s too),
+ * and its object lookup, used by the unwinder, has a slow path until it is set up, so a walk is
+ * safe from the first call that reaches us. We also wait for libc's environ (the depth is read
+ * from it) and for the loader's debug state to say consistent (not while it maps objects). */
 static bool early_ok(void)
 {
 	if (atomic_load_explicit(&G.state, memory_order_acquire) != 2 || G.cfg.leaks == LEAKS_OFF) return false;

@@ -5,8 +5,8 @@
 
 /* Notes for leak.c (added by the stack side; the given signatures are unchanged):
  * - CONTIG_LEAKS_DEPTH (1..64, default 16) is read here, once, before the first capture; leak.c
- *   needs do nothing about it. Captures work from the moment the loader runs initializers (so a
- *   dependency's constructor that runs before ours is covered); earlier ones return 0.
+ *   needs do nothing about it. Captures work from the first allocation that reaches us (a
+ *   dependency's constructor that runs before ours is covered); until environ is set they return 0.
  * - Capture: a cache of per-pc frame sizes learned from libgcc's DWARF walk steps over known
  *   frames with two loads (~0.2 us a capture instead of ~2 us); any unknown or doubtful frame
  *   falls back to the DWARF walk, and --enable-debug checks every fast walk against it.
