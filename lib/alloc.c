@@ -7,6 +7,7 @@
 #include "init.h"
 #include "fmt.h"
 #include "os.h"
+#include "leak_records.h"
 #include <errno.h>
 #include <string.h>
 
@@ -98,7 +99,9 @@ static void *large_alloc(size_t n, size_t align, int zero)
 		h = region_trim(h, lead, np);
 	}
 	h->asked = n;
-	return (void *)page_addr(page_idx(h));
+	void *p = (void *)page_addr(page_idx(h));
+	if (G.slow_only) leak_note_alloc(p, n);
+	return p;
 }
 
 /* The head of the live run holding p, or NULL. */
@@ -271,7 +274,7 @@ void *alloc_realloc(void *p, size_t n)
 	if (old == 0) { errno = ENOMEM; return NULL; }
 	if (h->kind == PK_SMALL) {
 		if (n <= old && n > old / 2) {
-			if (G.slow_only) heap_set_asked(h, p, n);
+			if (G.slow_only) { heap_set_asked(h, p, n); leak_note_alloc(p, n); }
 			return p;
 		}
 	} else if (n > SMALL_MAX || n > old / 2) {
@@ -279,6 +282,7 @@ void *alloc_realloc(void *p, size_t n)
 		if (np == h->npages || region_resize(h, np) == 0) {
 			h->usable = np << PAGE_SHIFT;
 			h->asked = n;
+			if (G.slow_only) leak_note_alloc(p, n);
 			return p;
 		}
 	}
@@ -309,6 +313,7 @@ void *alloc_memalign(size_t align, size_t n)
 		for (unsigned c = size_class(n > align ? n : align); c < NCLASS; c++) {
 			if (class_size[c] % align == 0) {
 				void *p = heap_alloc_class(c);
+				if (G.slow_only && p) { heap_set_asked(page_of(p), p, n); leak_note_new(p, n); }
 				return p ? p : (align <= OS_PAGE ? fallback_or_enomem_n(n, 0) : (errno = ENOMEM, NULL));
 			}
 		}

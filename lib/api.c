@@ -5,6 +5,7 @@
 #include "range.h"
 #include "region.h"
 #include "stats.h"
+#include "leak.h"
 #include <errno.h>
 #include <string.h>
 
@@ -48,4 +49,14 @@ EXPORT void contig_set_collision_callback(contig_collision_fn fn, void *arg)
 {
 	contig_ensure_init();
 	range_set_collision_callback(fn, arg);
+}
+
+EXPORT int contig_leak_check(size_t *bytes, size_t *blocks)
+{
+	contig_ensure_init();
+	if (leak_check(0, bytes, blocks) != 0) {
+		errno = ENOTSUP;
+		return -1;
+	}
+	return 0;
 }

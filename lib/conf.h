@@ -27,6 +27,7 @@ typedef struct config {
 	char stats_file[256];           /* CONTIG_STATS_FILE or "" */
 	char map_file[256];             /* CONTIG_MAP_FILE: page map dump at exit (pagemap.c), or "" */
 	int leaks;                      /* LEAKS_* */
+	char leaks_suppress[256];       /* CONTIG_LEAKS_SUPPRESS or "" */
 	int verbose;                    /* CONTIG_VERBOSE */
 	int check_maps;                 /* CONTIG_CHECK_MAPS: read /proc/self/maps before using reserved pages */
 } config_t;

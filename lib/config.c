@@ -273,6 +273,13 @@ void config_parse(config_t *c, char **envp)
 		static const int m[] = { LEAKS_OFF, LEAKS_REPORT, LEAKS_ERROR };
 		c->leaks = m[parse_choice("CONTIG_LEAKS", v, w, 3, 0, "a choice")];
 	}
+	if ((v = env_get(envp, "CONTIG_LEAKS_SUPPRESS")) != NULL && *v) {
+		size_t n = strlen(v);
+		if (n >= sizeof c->leaks_suppress)
+			complain("CONTIG_LEAKS_SUPPRESS", v, "is too long", "no suppressions", NULL);
+		else
+			memcpy(c->leaks_suppress, v, n + 1);
+	}
 	if ((v = env_get(envp, "CONTIG_CHECK_MAPS")) != NULL) {
 		static const char *const w[] = { "1", "0" };
 		c->check_maps = parse_choice("CONTIG_CHECK_MAPS", v, w, 2, 0, "a choice") == 0;

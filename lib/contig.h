@@ -76,6 +76,12 @@ size_t contig_purge(void);
 /* Called (from the thread that found it, with no library lock held) for each new collision. */
 typedef void (*contig_collision_fn)(const contig_collision_t *c, void *arg);
 void contig_set_collision_callback(contig_collision_fn fn, void *arg);
+/* Leak check now, as at exit under CONTIG_LEAKS (the report goes to stderr; the process never
+ * exits from here): stores the bytes the callers asked for and the number of leaked allocations,
+ * after suppressions, in *bytes and *blocks (either may be NULL) and returns 0. Every call reports
+ * every leak found then, including ones an earlier call reported. Without CONTIG_LEAKS set no
+ * allocation stacks are kept: returns -1 with errno ENOTSUP and both counts 0. */
+int contig_leak_check(size_t *bytes, size_t *blocks);
 /* "0.1.0" */
 const char *contig_version(void);
 

@@ -3,6 +3,7 @@
 #include "heap.h"
 #include "region.h"
 #include "range.h"
+#include "leak_records.h"
 #include <errno.h>
 #include <string.h>
 
@@ -363,7 +364,10 @@ void *heap_alloc_small(size_t n)
 {
 	unsigned cls = size_class(n);
 	void *p = heap_alloc_class(cls);
-	if (G.slow_only && p) heap_set_asked(page_of(p), p, n);
+	if (G.slow_only && p) {
+		heap_set_asked(page_of(p), p, n);
+		leak_note_new(p, n);
+	}
 	return p;
 }
 
@@ -425,6 +429,17 @@ static __thread struct pending {
 	block_t *first, *last;
 	uint32_t n;
 } pending __attribute__((tls_model("initial-exec")));
+
+/* The blocks this thread freed into other threads' runs and has not handed over yet (up to max
+ * into out): the leak check counts them as free. Runs in the thread itself (its TLS). */
+size_t heap_pending_blocks(void **out, size_t max)
+{
+	size_t n = 0;
+	if (!pending.pg) return 0;
+	for (block_t *b = pending.first; b && range_has(b) && n < max && n <= pending.n; b = b->next)
+		out[n++] = b;
+	return n;
+}
 
 void heap_flush_remote(void)
 {

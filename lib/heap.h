@@ -38,6 +38,7 @@ HIDDEN void heap_collect_all(void);
 HIDDEN void heap_count_calls(uint64_t *m, uint64_t *f, uint64_t *r);
 HIDDEN void heap_init_key(void);
 HIDDEN void heap_flush_remote(void);
+HIDDEN size_t heap_pending_blocks(void **out, size_t max);
 HIDDEN void heap_set_asked(page_t *pg, const void *p, size_t n);
 HIDDEN size_t heap_asked(const page_t *pg, const void *p);
 extern HIDDEN __thread heap_t *heap_tls __attribute__((tls_model("initial-exec")));

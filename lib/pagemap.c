@@ -45,6 +45,7 @@ void pagemap_publish(void)
 	b->off_head_off = offsetof(page_t, head_off);
 	b->off_asked = offsetof(page_t, asked);
 	b->off_usable = offsetof(page_t, usable);
+	range_meta_add(b, OS_PAGE);           /* the library's own memory: the leak scan skips it */
 	os_mprotect(b, OS_PAGE, PROT_READ);  /* its own r--p line: never merged with read-write metadata */
 	beacon = b;
 }

@@ -37,6 +37,37 @@ const size_t *range_frontier_addr(void) { return &R.frontier; }
 
 static inline page_t *P(size_t idx) { return &G.pages[idx]; }
 
+#define META_SPANS 4096
+static range_span_t meta_span[META_SPANS];
+static size_t nmeta_span;
+
+/* A new metadata chunk: grow the span it touches, or start one. */
+static void meta_note(uintptr_t lo, size_t len)
+{
+	for (size_t i = 0; i < nmeta_span; i++) {
+		if (meta_span[i].hi == lo) { meta_span[i].hi = lo + len; return; }
+		if (meta_span[i].lo == lo + len) { meta_span[i].lo = lo; return; }
+	}
+	if (nmeta_span < META_SPANS) {
+		meta_span[nmeta_span].lo = lo;
+		meta_span[nmeta_span].hi = lo + len;
+		nmeta_span++;
+	}
+}
+
+void range_meta_add(const void *p, size_t len)
+{
+	range_lock();
+	meta_note((uintptr_t)p, len);
+	range_unlock();
+}
+
+size_t range_meta_spans(const range_span_t **spans)
+{
+	*spans = meta_span;
+	return nmeta_span;
+}
+
 /* ---- metadata: never freed, outside the range ---- */
 void *meta_alloc_locked(size_t bytes)
 {
@@ -45,6 +76,7 @@ void *meta_alloc_locked(size_t bytes)
 		size_t chunk = align_up(bytes > ((size_t)1 << 20) ? bytes : ((size_t)1 << 20), OS_PAGE);
 		char *m = os_map_meta(chunk, G.cfg.base, G.cfg.base + (G.npages << PAGE_SHIFT));
 		if (!m) return NULL;
+		meta_note((uintptr_t)m, chunk);
 		R.meta_cur = m;
 		R.meta_end = m + chunk;
 	}

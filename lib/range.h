@@ -21,6 +21,11 @@ HIDDEN void range_wait(pthread_cond_t *c, const struct timespec *until);   /* wi
 /* Metadata outside the range: zeroed, 64-byte aligned, never freed. */
 HIDDEN void *meta_alloc(size_t bytes);
 HIDDEN void *meta_alloc_locked(size_t bytes);
+/* The mappings metadata came from, so that the leak scan can tell them from the program's memory
+ * (every block a descriptor or a record points to would look reachable). Spans only grow. */
+typedef struct range_span { uintptr_t lo, hi; } range_span_t;
+HIDDEN size_t range_meta_spans(const range_span_t **spans);
+HIDDEN void range_meta_add(const void *p, size_t len);   /* a mapping the library made for itself elsewhere */
 
 /* Pages [0, frontier) are usable, in use or foreign; [0, reserved_end) lie in our reservation. */
 HIDDEN size_t range_frontier(void);

@@ -1,5 +1,5 @@
 /* stats.c - statistics gathered from the page descriptors and the heaps, the exit summary
- * (text or JSON), and the leak report. Formats on the stack; never allocates. */
+ * (text or JSON); the leak check runs from here (leak.c). Formats on the stack; never allocates. */
 #include "stats.h"
 #include "init.h"
 #include "heap.h"
@@ -9,6 +9,7 @@
 #include "os.h"
 #include "maps.h"
 #include "pagemap.h"
+#include "leak.h"
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -155,90 +156,6 @@ static void print_json(out_t *o, const contig_stats_t *st)
 	LINE(o, fmt_str(b, "]}"));
 }
 
-/* ---- leaks ---- */
-#define LEAK_TOP 10
-#define LEAK_GROUPS 64
-
-typedef struct leaks {
-	size_t blocks, bytes;
-	uintptr_t top_addr[LEAK_TOP];
-	size_t top_size[LEAK_TOP];
-	size_t ntop;
-	size_t gsize[LEAK_GROUPS], gcount[LEAK_GROUPS];
-	size_t ngroups, other_blocks;
-	const void *exclude[3];
-} leaks_t;
-
-static void leak_add(leaks_t *l, uintptr_t addr, size_t size)
-{
-	for (int i = 0; i < 3; i++)
-		if (l->exclude[i] && (uintptr_t)l->exclude[i] == addr) return;
-	l->blocks++;
-	l->bytes += size;
-	/* keep the largest few, ordered by size then address */
-	size_t i = l->ntop < LEAK_TOP ? l->ntop++ : LEAK_TOP;
-	while (i > 0 && l->top_size[i - 1] < size) {
-		if (i < LEAK_TOP) { l->top_size[i] = l->top_size[i - 1]; l->top_addr[i] = l->top_addr[i - 1]; }
-		i--;
-	}
-	if (i < LEAK_TOP) { l->top_size[i] = size; l->top_addr[i] = addr; }
-	for (size_t g = 0; g < l->ngroups; g++)
-		if (l->gsize[g] == size) { l->gcount[g]++; return; }
-	if (l->ngroups < LEAK_GROUPS) {
-		l->gsize[l->ngroups] = size;
-		l->gcount[l->ngroups++] = 1;
-	} else
-		l->other_blocks++;
-}
-
-static void leaks_scan(leaks_t *l, size_t frontier)
-{
-	for (size_t i = 0; i < frontier; i++) {
-		page_t *pg = &G.pages[i];
-		if (pg->kind == PK_SMALL) {
-			uintptr_t start = page_start(pg);
-			size_t bits = ((size_t)class_pages[pg->cls] << PAGE_SHIFT) >> pg->shift;
-			for (size_t w = 0; w < (bits + 63) / 64; w++) {
-				uint64_t v = pg->live[w];
-				while (v) {
-					size_t bit = w * 64 + (size_t)__builtin_ctzll(v);
-					v &= v - 1;
-					uintptr_t a = start + (bit << pg->shift);
-					leak_add(l, a, heap_asked(pg, (void *)a));
-				}
-			}
-		} else if (pg->kind == PK_LARGE) {
-			leak_add(l, page_addr(i), pg->asked);
-		}
-	}
-}
-
-static void print_leaks(out_t *o, leaks_t *l)
-{
-	if (!l->blocks) {
-		LINE(o, fmt_str(b, "libcontig: no leaks: every block was freed"));
-		return;
-	}
-	LINE(o, fmt_str(b, "libcontig: leaks: "); fmt_dec(b, l->blocks); fmt_str(b, l->blocks == 1 ? " block, " : " blocks, ");
-	     fmt_dec(b, l->bytes); fmt_str(b, " bytes still live at exit"));
-	/* groups, largest total first (selection: the lists are short) */
-	bool done[LEAK_GROUPS] = { false };
-	for (size_t k = 0; k < l->ngroups && k < 20; k++) {
-		size_t best = SIZE_MAX;
-		for (size_t g = 0; g < l->ngroups; g++)
-			if (!done[g] && (best == SIZE_MAX || l->gsize[g] * l->gcount[g] > l->gsize[best] * l->gcount[best]))
-				best = g;
-		done[best] = true;
-		LINE(o, fmt_str(b, "libcontig:   "); fmt_dec(b, l->gcount[best]); fmt_str(b, l->gcount[best] == 1 ? " block of " : " blocks of ");
-		     fmt_dec(b, l->gsize[best]); fmt_str(b, " bytes"));
-	}
-	if (l->ngroups > 20 || l->other_blocks)
-		LINE(o, fmt_str(b, "libcontig:   ... and more sizes"));
-	for (size_t i = 0; i < l->ntop; i++)
-		LINE(o, fmt_str(b, "libcontig:   leaked "); fmt_dec(b, l->top_size[i]); fmt_str(b, " bytes at ");
-		     fmt_hex(b, l->top_addr[i]));
-}
-
 /* The reports run from the library's destructor, after the program's own exit handlers. */
 __attribute__((destructor)) static void stats_destructor(void) { stats_report_exit(); }
 
@@ -264,23 +181,8 @@ void stats_report_exit(void)
 		out_flush(&o);
 		if (o.fd != 2) { os_close(o.fd); o.fd = 2; }
 	}
-	if (want_leaks) {
-		static leaks_t l;
-		memset(&l, 0, sizeof l);
-		/* stdio's own buffers belong to libc, which never frees them */
-		l.exclude[0] = stdin ? stdin->_IO_buf_base : NULL;
-		l.exclude[1] = stdout ? stdout->_IO_buf_base : NULL;
-		l.exclude[2] = stderr ? stderr->_IO_buf_base : NULL;
-		region_stats_t rs;
-		region_get_stats(&rs);
-		leaks_scan(&l, rs.mapped >> PAGE_SHIFT);
-		print_leaks(&o, &l);
-		out_flush(&o);
-		if (l.blocks && G.cfg.leaks == LEAKS_ERROR) {
-			(void)fflush(NULL);      /* the program's own output first; nothing to do if it fails */
-			_exit(23);
-		}
-	}
+	if (want_leaks)
+		leak_check(1, NULL, NULL);
 }
 
 void stats_print_malloc_stats(void)

@@ -62,7 +62,8 @@ safety_t_stats_CFLAGS = $(safety_cflags) -Wno-deprecated-declarations
 safety_t_stats_LDADD = $(safety_ldadd)
 
 safety_t_leak_SOURCES = safety/t-leak.c
-safety_t_leak_CFLAGS = $(WARN_CFLAGS)
+safety_t_leak_LDADD = -ldl -lpthread
+safety_t_leak_CFLAGS = $(WARN_CFLAGS) -pthread -fno-builtin-malloc -fno-builtin-free -fno-omit-frame-pointer
 
 # docs/example.c (through t-example.c, which includes it) linked with -lcontig, not preloaded.
 safety_t_example_SOURCES = safety/t-example.c

@@ -30,6 +30,7 @@ int main(int argc, char **argv)
 	srunner_add_suite(sr, region_suite());
 	srunner_add_suite(sr, heap_suite());
 	srunner_add_suite(sr, mmap_suite());
+	srunner_add_suite(sr, leak_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

@@ -7,4 +7,5 @@ Suite *classes_suite(void);
 Suite *region_suite(void);
 Suite *heap_suite(void);
 Suite *mmap_suite(void);
+Suite *leak_suite(void);
 #endif

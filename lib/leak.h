@@ -1,0 +1,22 @@
+/* leak.h - leak checking (CONTIG_LEAKS): per-block allocation records, the conservative
+ * reachability scan, suppressions and the report (the records kept as blocks are handed out are
+ * leak_records.h's). Costs nothing while CONTIG_LEAKS is unset:
+ * the fast paths are switched off (G.slow_only) only when it is set. */
+#ifndef CONTIG_LEAK_H
+#define CONTIG_LEAK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Scan, report on stderr, and store the leaked bytes and allocations (after suppressions) in
+ * *bytes and *blocks (either may be NULL). at_exit: the final check, which under
+ * CONTIG_LEAKS=error ends the process with status 23 when a leak remains.
+ * Returns 0, or -1 when leaks are not tracked (CONTIG_LEAKS unset; both counts 0). */
+__attribute__((visibility("hidden"))) int leak_check(int at_exit, size_t *bytes, size_t *blocks);
+
+/* ---- the parts the unit tests drive on synthetic memory ---- */
+/* Match one suppression pattern ('*' wildcards; a substring match unless anchored with a leading
+ * '^' or a trailing '$') against s. */
+__attribute__((visibility("hidden"))) int leak_pattern_match(const char *pat, const char *s);
+
+#endif

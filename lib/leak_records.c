@@ -1,0 +1,54 @@
+/* leak_records.c - what leak checking records as blocks are handed out (CONTIG_LEAKS only): the
+ * allocation stack of every block, in a directory with one entry per page of the range and a
+ * table per small run. Called from the allocation slow paths; the scan (leak.c) reads it. */
+#include "leak_records.h"
+#include "range.h"
+#include "stack.h"
+
+static pthread_mutex_t dir_lock = PTHREAD_MUTEX_INITIALIZER;
+
+_Atomic(leak_dir_t *) leak_dir_ptr;     /* G.npages entries, made on the first record */
+leak_dir_t *leak_dir_make(void)
+{
+	leak_dir_t *d = atomic_load_explicit(&leak_dir_ptr, memory_order_acquire);
+	if (likely(d != NULL) || !G.npages) return d;
+	pthread_mutex_lock(&dir_lock);
+	d = atomic_load(&leak_dir_ptr);
+	if (!d) {
+		d = meta_alloc(G.npages * sizeof(leak_dir_t));      /* zeroed, touched only where the heap is */
+		atomic_store_explicit(&leak_dir_ptr, d, memory_order_release);
+	}
+	pthread_mutex_unlock(&dir_lock);
+	return d;
+}
+
+
+void leak_note_alloc(void *p, size_t asked)
+{
+	(void)asked;
+	if (!range_has(p)) return;                          /* CONTIG_FALLBACK blocks are not tracked */
+	uint32_t id = stack_capture();
+	leak_dir_t *d = leak_dir_make();
+	if (!d) return;
+	page_t *h = leak_head_of(page_of(p));
+	size_t hi = page_idx(h);
+	if (h->kind == PK_LARGE) {
+		d[hi].large_stack = id;
+		return;
+	}
+	if (h->kind != PK_SMALL) return;
+	leak_small_t *t = atomic_load_explicit(&d[hi].small, memory_order_acquire);
+	if (!t) {
+		leak_small_t *mine = meta_alloc(sizeof *mine);
+		if (!mine) return;
+		t = NULL;
+		if (atomic_compare_exchange_strong(&d[hi].small, &t, mine)) t = mine;
+	}
+	t->stack[((uintptr_t)p - h->start) >> h->shift] = id;
+}
+
+void leak_note_new(void *p, size_t asked)
+{
+	*(block_t **)p = NULL;
+	leak_note_alloc(p, asked);
+}

@@ -1,0 +1,43 @@
+/* leak_records.h - the per-block records of leak checking (leak_records.c), kept only while
+ * CONTIG_LEAKS is set (G.slow_only sends every allocation through the slow paths that call these).
+ * Below the heaps, which call it; the scan and the report (leak.c) read it. */
+#ifndef CONTIG_LEAK_RECORDS_H
+#define CONTIG_LEAK_RECORDS_H
+
+#include "common.h"
+
+/* Called by the allocation slow paths (only while G.slow_only) for every block handed out, and for
+ * a block realloc kept in place: records the caller's stack for p. The asked size itself stays in
+ * heap.c's table (small blocks) and the page descriptor (large ones). A freed block needs no call:
+ * its record is dead with its live bit and overwritten by the next allocation there. */
+__attribute__((visibility("hidden"))) void leak_note_alloc(void *p, size_t asked);
+/* The same for a small block just taken from a free list: also clears the list link the block
+ * still holds in its first word, which the scan would otherwise follow to the next free block
+ * (and to whichever block the program gets there next). */
+__attribute__((visibility("hidden"))) void leak_note_new(void *p, size_t asked);
+
+typedef struct leak_small {
+	uint32_t stack[LIVE_BITS];          /* allocation stack id per live-bitmap bit (0: none) */
+	uint64_t reach[LIVE_BITS / 64];     /* check time: reachable (or freed, not yet collected) */
+	uint64_t ind[LIVE_BITS / 64];       /* check time: pointed to by a leaked block */
+} leak_small_t;
+
+enum { L_REACH = 1, L_IND = 2 };
+
+typedef struct leak_dir {
+	_Atomic(leak_small_t *) small;      /* PK_SMALL heads: the run's records; kept across reuse */
+	uint32_t large_stack;               /* PK_LARGE heads: allocation stack id */
+	uint8_t large_state;                /* PK_LARGE heads, check time: L_* */
+} leak_dir_t;
+
+extern HIDDEN _Atomic(leak_dir_t *) leak_dir_ptr;
+static inline leak_dir_t *leak_dir(void) { return atomic_load_explicit(&leak_dir_ptr, memory_order_acquire); }
+HIDDEN leak_dir_t *leak_dir_make(void);        /* the directory, made on first use; NULL if it cannot be */
+
+/* The head of the run holding pg (pg itself unless it is a later page of a live run). */
+static inline page_t *leak_head_of(page_t *pg)
+{
+	return pg->kind == PK_CONT && pg->head_off <= page_idx(pg) ? pg - pg->head_off : pg;
+}
+
+#endif

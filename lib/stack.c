@@ -1,0 +1,654 @@
+/* stack.c - allocation stacks: capture by DWARF CFI unwinding (libgcc's _Unwind_Backtrace, so
+ * programs built without frame pointers unwind too), a lock-free deduplicating table in memory
+ * outside the range, and report-time symbolisation (dladdr, then one addr2line child per module). */
+#include "stack.h"
+#include "init.h"
+#include "range.h"
+#include "fmt.h"
+#include "os.h"
+#include "stack.h"
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unwind.h>
+
+extern char **environ;
+
+/* Our own module, so that its frames (malloc, the slow paths, this file) are skipped. */
+extern const char __ehdr_start[] HIDDEN;
+extern const char __etext[] HIDDEN;
+
+/* ---- capture ---- */
+static __thread int capturing __attribute__((tls_model("initial-exec")));  /* recursion guard */
+static _Atomic(int) unwind_ready;       /* set once the loader is done (our constructor ran) */
+static unsigned depth = STACK_DEPTH_DEFAULT;
+
+/* libstdc++'s operator new family: frames inside them are skipped too, so that frame #0 is the
+ * caller of new. Resolved once, in the constructor (the loader is up; dlsym is safe there). */
+#define NEW_FUNCS 8
+static uintptr_t new_lo[NEW_FUNCS], new_hi[NEW_FUNCS];
+static unsigned n_new;
+
+typedef struct walk {
+	uintptr_t *pcs;                 /* frames kept */
+	unsigned n, max;                /* kept so far, capacity */
+	unsigned seen;                  /* frames visited (a bound against a corrupt stack) */
+	int skipping;                   /* still inside our own or operator new's frames */
+	int stopped;                    /* we ended the walk (depth reached), not the unwinder */
+	uintptr_t pend_pc, pend_sp;     /* the frame before, learned once its caller's SP is known */
+	uintptr_t pend_rbp;             /* its rbp (CFA == rbp + 16: frame-pointer code, not cached) */
+} walk_t;
+
+static bool in_self(uintptr_t pc) { return pc >= (uintptr_t)__ehdr_start && pc < (uintptr_t)__etext; }
+
+static bool in_new(uintptr_t pc)
+{
+	for (unsigned i = 0; i < n_new; i++)
+		if (pc > new_lo[i] && pc <= new_hi[i]) return true;
+	return false;
+}
+
+/* ---- the frame cache: a fast walk for frames seen before ----
+ * On x86-64 the return address sits just below the CFA, and for most code the CFA is the stack
+ * pointer plus a constant per pc. The DWARF walk records, per return address, CFA - SP; once a pc
+ * was seen twice with the same offset (never with another), with its return address at CFA - 8
+ * and its CFA not rbp + 16 (frame-pointer code, where alloca makes the offset vary), later
+ * captures step over it with two loads. Anything unknown, any doubt, falls back to the DWARF
+ * walk. An entry is one word: pc << 16 | off / 8 << 4 | seen << 2 | terminal << 1 | bad. */
+#define FC_BITS   16u
+#define FC_SLOTS  (1u << FC_BITS)
+#define FC_PROBES 16u
+#define FC_OFF_MAX ((uintptr_t)0xfff << 3)      /* frames up to 32 KiB */
+static _Atomic(uint64_t) *fcache;               /* FC_SLOTS words, meta memory */
+static void *map_once(_Atomic(uintptr_t) *where, size_t len);
+static _Atomic(uintptr_t) fcache_map;
+static __thread uintptr_t stack_hi __attribute__((tls_model("initial-exec")));  /* highest CFA seen here */
+/* Debug builds check every fast walk against the DWARF one (so the cache cannot rot). */
+static const bool stack_verify = CONTIG_DEBUG;
+
+static _Atomic(uint64_t) *fc_slot(uintptr_t pc, bool create)
+{
+	if (!fcache) return NULL;
+	uint32_t h = (uint32_t)((pc * 0x9e3779b97f4a7c15ull) >> (64 - FC_BITS));
+	for (uint32_t k = 0; k < FC_PROBES; k++, h = (h + 1) & (FC_SLOTS - 1)) {
+		uint64_t e = atomic_load_explicit(&fcache[h], memory_order_relaxed);
+		if ((e >> 16) == pc) return &fcache[h];
+		if (!e) {
+			if (!create) return NULL;
+			uint64_t want = (uint64_t)pc << 16;
+			if (atomic_compare_exchange_strong(&fcache[h], &e, want) || (e >> 16) == pc) return &fcache[h];
+		}
+	}
+	return NULL;
+}
+
+/* Record one observation of pc: off = CFA - SP (0: not cacheable), or the walk's last frame. */
+static void fc_learn(uintptr_t pc, uintptr_t off, bool terminal)
+{
+	if (!pc || pc >> 47) return;
+	_Atomic(uint64_t) *slot = fc_slot(pc, true);
+	if (!slot) return;
+	uint64_t e = atomic_load_explicit(slot, memory_order_relaxed), want;
+	do {
+		uint64_t seen = (e >> 2) & 3, old_off = ((e >> 4) & 0xfff) << 3;
+		bool bad = (e & 1) || (!terminal && (!off || off > FC_OFF_MAX || (off & 7))) ||
+		           (seen && !terminal && !(e & 2) && old_off != off) || (seen && terminal != !!(e & 2));
+		want = (uint64_t)pc << 16;
+		if (bad) want |= 1;
+		else want |= (uint64_t)(terminal ? 0 : off >> 3) << 4 | (seen < 3 ? seen + 1 : 3) << 2 | (terminal ? 2u : 0u);
+	} while (want != e && !atomic_compare_exchange_weak(slot, &e, want));
+}
+
+/* The fast walk from our own CFA; false when any frame is not known well enough. */
+static bool fast_walk(walk_t *w, uintptr_t sp)
+{
+	uintptr_t hi = stack_hi;
+	if (!fcache || !hi || sp >= hi) return false;
+	uintptr_t pc = ((const uintptr_t *)sp)[-1];
+	for (unsigned steps = 0; pc && steps < STACK_DEPTH_MAX + 64; steps++) {
+		_Atomic(uint64_t) *slot = fc_slot(pc, false);
+		if (!slot) return false;
+		uint64_t e = atomic_load_explicit(slot, memory_order_relaxed);
+		if ((e & 1) || ((e >> 2) & 3) < 2) return false;
+		if (w->skipping && (in_self(pc) || in_new(pc))) {
+			/* one of ours: not kept */
+		} else {
+			w->skipping = 0;
+			w->pcs[w->n++] = pc;
+			if (w->n == w->max) return true;
+		}
+		if (e & 2) return true;                         /* the outermost frame */
+		uintptr_t cfa = sp + (((e >> 4) & 0xfff) << 3);
+		if (cfa <= sp || cfa > hi) return false;
+		pc = ((const uintptr_t *)cfa)[-1];
+		sp = cfa;
+	}
+	return false;
+}
+
+/* libgcc's context for a frame holds that frame's stack pointer as "CFA" (the CFA of the frame
+ * it just stepped out of): frame i's CFA - SP is known at frame i + 1. */
+static _Unwind_Reason_Code walk_frame(struct _Unwind_Context *ctx, void *arg)
+{
+	walk_t *w = arg;
+	uintptr_t pc = (uintptr_t)_Unwind_GetIP(ctx);
+	uintptr_t sp = (uintptr_t)_Unwind_GetCFA(ctx);
+	if (!pc) return _URC_END_OF_STACK;      /* after an undefined return address (_start, clone) */
+	if (w->pend_pc) {               /* the frame before: cacheable if its return address is pc */
+		bool ok = sp > w->pend_sp && ((const uintptr_t *)sp)[-1] == pc && sp != w->pend_rbp + 16;
+		fc_learn(w->pend_pc, ok ? sp - w->pend_sp : 0, false);
+	}
+	if (sp > stack_hi) stack_hi = sp;
+	w->pend_pc = pc;
+	w->pend_sp = sp;
+	w->pend_rbp = (uintptr_t)_Unwind_GetGR(ctx, 6);
+	if (++w->seen > STACK_DEPTH_MAX + 64) { w->stopped = 1; return _URC_END_OF_STACK; }
+	if (w->skipping) {
+		if (in_self(pc) || in_new(pc)) return _URC_NO_REASON;
+		w->skipping = 0;
+	}
+	w->pcs[w->n++] = pc;
+	if (w->n < w->max) return _URC_NO_REASON;
+	w->stopped = 1;
+	return _URC_END_OF_STACK;
+}
+
+/* CONTIG_LEAKS_DEPTH: frames kept per stack, 1..STACK_DEPTH_MAX. Read in the constructor. */
+static void read_depth(void)
+{
+	static const char name[] = "CONTIG_LEAKS_DEPTH=";
+	for (char **e = environ; e && *e; e++) {
+		if (strncmp(*e, name, sizeof name - 1) != 0) continue;
+		const char *v = *e + sizeof name - 1;
+		uint64_t d = 0;
+		const char *s = v;
+		while (*s >= '0' && *s <= '9' && d <= STACK_DEPTH_MAX) d = d * 10 + (uint64_t)(*s++ - '0');
+		if (*s || s == v || d < 1 || d > STACK_DEPTH_MAX) {
+			char buf[160];
+			fmtbuf_t b;
+			fmt_init(&b, buf, sizeof buf);
+			fmt_str(&b, "CONTIG_LEAKS_DEPTH=\"");
+			fmt_str(&b, v);
+			fmt_str(&b, "\" is not a number of frames from 1 to 64; using 16");
+			log_line(buf);
+			return;
+		}
+		depth = (unsigned)d;
+		return;
+	}
+}
+
+static void find_operator_new(void)
+{
+	static const char *const names[NEW_FUNCS] = {
+		"_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t",
+		"_ZnwmSt11align_val_t", "_ZnamSt11align_val_t",
+		"_ZnwmSt11align_val_tRKSt9nothrow_t", "_ZnamSt11align_val_tRKSt9nothrow_t",
+	};
+	for (unsigned i = 0; i < NEW_FUNCS; i++) {
+		void *f = dlsym(RTLD_DEFAULT, names[i]);
+		Dl_info info;
+		const ElfW(Sym) *sym = NULL;
+		if (!f || !dladdr1(f, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym || !sym->st_size) continue;
+		new_lo[n_new] = (uintptr_t)f;
+		new_hi[n_new] = (uintptr_t)f + sym->st_size;   /* a return address may equal the end */
+		n_new++;
+	}
+}
+
+/* CONTIG_LEAKS_DEPTH fixes the size of the stack records, so it is read once, before the first
+ * capture (early or from the constructor). */
+static void depth_once(void)
+{
+	static _Atomic(int) done;
+	int expect = 0;
+	if (atomic_load_explicit(&done, memory_order_acquire) == 2) return;
+	if (atomic_compare_exchange_strong(&done, &expect, 1)) {
+		read_depth();
+		atomic_store_explicit(&done, 2, memory_order_release);
+	}
+	while (atomic_load_explicit(&done, memory_order_acquire) != 2) { /* another thread reads it */ }
+}
+
+/* Captures before stack.c's constructor (another library's constructor may run first): the
+ * loader installs the real malloc only once every initial object is relocated (libgcc_s too),
+ * and its object lookup, used by the unwinder, has a slow path until it is set up, so a walk is
+ * safe from the first call that reaches us. We also wait for libc's environ (the depth is read
+ * from it) and for the loader's debug state to say consistent (not while it maps objects). */
+static bool early_ok(void)
+{
+	if (atomic_load_explicit(&G.state, memory_order_acquire) != 2 || G.cfg.leaks == LEAKS_OFF) return false;
+	if (!environ || _r_debug.r_state != RT_CONSISTENT) return false;
+	depth_once();
+	return true;
+}
+
+/* Costs nothing without CONTIG_LEAKS. operator new's extent is known only from here on. */
+__attribute__((constructor)) static void stack_constructor(void)
+{
+	contig_ensure_init();
+	if (G.cfg.leaks == LEAKS_OFF) return;
+	capturing = 1;                  /* dlsym may allocate: those blocks take no stack */
+	depth_once();
+	find_operator_new();
+	capturing = 0;
+	atomic_store_explicit(&unwind_ready, 1, memory_order_release);
+}
+
+/* ---- the deduplicated table: open addressing on 32-bit ids, records in chunks by id ---- */
+#define SLOT_BITS   21u                         /* 2M slots: at most half full, so 1M stacks */
+#define SLOTS       (1u << SLOT_BITS)
+#define MAX_STACKS  (SLOTS / 2)
+#define CHUNK_BITS  12u                         /* records per chunk: 4096 */
+#define NCHUNKS     (MAX_STACKS >> CHUNK_BITS)
+
+typedef struct rec {
+	uint64_t hash;                  /* of the frames */
+	uint32_t n;                     /* frames */
+	uint32_t unused;
+	uintptr_t pc[];                 /* depth entries, n used */
+} rec_t;
+
+static _Atomic(uintptr_t) slots_map;            /* SLOTS ids (0: empty), taken on first use */
+static _Atomic(uintptr_t) chunks[NCHUNKS];      /* rec_t arrays of 1 << CHUNK_BITS */
+static _Atomic(uint32_t) next_id = 1;
+static _Atomic(uint64_t) n_full;                /* captures dropped because the table was full */
+
+static size_t rec_bytes(void) { return sizeof(rec_t) + depth * sizeof(uintptr_t); }
+
+static rec_t *rec_of(uint32_t id)
+{
+	uintptr_t c = atomic_load_explicit(&chunks[id >> CHUNK_BITS], memory_order_acquire);
+	return c ? (rec_t *)(c + (id & ((1u << CHUNK_BITS) - 1)) * rec_bytes()) : NULL;
+}
+
+/* Take where's memory (a chunk or the slot array) from meta_alloc once, so that the scan knows it
+ * for the library's own; racing threads keep the winner's (the loser's is wasted: rare). */
+static void *map_once(_Atomic(uintptr_t) *where, size_t len)
+{
+	uintptr_t cur = atomic_load_explicit(where, memory_order_acquire);
+	if (cur) return (void *)cur;
+	void *p = meta_alloc(len);
+	if (!p) return NULL;
+	uintptr_t expect = 0;
+	if (atomic_compare_exchange_strong_explicit(where, &expect, (uintptr_t)p, memory_order_acq_rel,
+	                                            memory_order_acquire))
+		return p;
+	return (void *)expect;
+}
+
+static uint64_t hash_frames(const uintptr_t *pc, unsigned n)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ n;
+	for (unsigned i = 0; i < n; i++) {
+		h ^= pc[i];
+		h *= 0x9e3779b97f4a7c15ull;
+		h ^= h >> 29;
+	}
+	return h;
+}
+
+static uint32_t intern(const uintptr_t *pc, unsigned n)
+{
+	_Atomic(uint32_t) *slots = map_once(&slots_map, SLOTS * sizeof(uint32_t));
+	if (!slots) return 0;
+	uint64_t h = hash_frames(pc, n);
+	uint32_t mine = 0;                      /* an id taken for this stack, not yet published */
+	for (uint32_t i = (uint32_t)(h >> (64 - SLOT_BITS)), probes = 0; probes < SLOTS; i = (i + 1) & (SLOTS - 1), probes++) {
+		uint32_t id = atomic_load_explicit(&slots[i], memory_order_acquire);
+		if (!id) {
+			if (!mine) {
+				if (atomic_load_explicit(&next_id, memory_order_relaxed) >= MAX_STACKS ||
+				    (mine = atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed)) >= MAX_STACKS) {
+					atomic_fetch_add(&n_full, 1);           /* full: no stack, id 0 */
+					return 0;
+				}
+				if (!map_once(&chunks[mine >> CHUNK_BITS], rec_bytes() << CHUNK_BITS)) return 0;
+				rec_t *r = rec_of(mine);
+				r->hash = h;
+				r->n = n;
+				memcpy(r->pc, pc, n * sizeof *pc);
+			}
+			if (atomic_compare_exchange_strong_explicit(&slots[i], &id, mine, memory_order_release,
+			                                            memory_order_acquire))
+				return mine;
+			/* lost the race for this slot: id now holds the winner; compare with it below */
+		}
+		rec_t *r = rec_of(id);
+		if (r && r->hash == h && r->n == n && memcmp(r->pc, pc, n * sizeof *pc) == 0)
+			return id;              /* (an id taken and not published is wasted: rare) */
+	}
+	return 0;
+}
+
+static void dwarf_walk(walk_t *w)
+{
+	_Unwind_Backtrace(walk_frame, w);
+	if (!w->stopped && w->pend_pc) fc_learn(w->pend_pc, 0, true);   /* the outermost frame */
+}
+
+uint32_t stack_capture(void)
+{
+	if (capturing || (!atomic_load_explicit(&unwind_ready, memory_order_acquire) && !early_ok())) return 0;
+	capturing = 1;
+	fcache = map_once(&fcache_map, FC_SLOTS * sizeof *fcache);    /* the same pointer for all */
+	uintptr_t pcs[STACK_DEPTH_MAX];
+	walk_t w = { .pcs = pcs, .max = depth, .skipping = 1 };
+	if (!fast_walk(&w, (uintptr_t)__builtin_dwarf_cfa())) {
+		memset(&w, 0, sizeof w);
+		w.pcs = pcs;
+		w.max = depth;
+		w.skipping = 1;
+		dwarf_walk(&w);
+	} else if (stack_verify) {
+		uintptr_t check[STACK_DEPTH_MAX];
+		walk_t v = { .pcs = check, .max = depth, .skipping = 1 };
+		dwarf_walk(&v);
+		CONTIG_ASSERT(v.n == w.n && memcmp(check, pcs, w.n * sizeof *pcs) == 0);
+	}
+	uint32_t id = w.n ? intern(pcs, w.n) : 0;
+	capturing = 0;
+	return id;
+}
+
+unsigned stack_frames(uint32_t id, const uintptr_t **pcs)
+{
+	if (!id || id >= atomic_load_explicit(&next_id, memory_order_acquire)) return 0;
+	rec_t *r = rec_of(id);
+	if (!r || !r->n) return 0;
+	*pcs = r->pc;
+	return r->n;
+}
+
+size_t stack_count(void)
+{
+	uint32_t n = atomic_load_explicit(&next_id, memory_order_relaxed);
+	return n > MAX_STACKS ? MAX_STACKS - 1 : n - 1;
+}
+
+/* ---- symbolisation (report time only) ---- */
+#define SYM_MODULES   32u               /* modules with a symboliser child at once */
+#define SYM_TIMEOUT_MS 10000            /* one batch may take this long, then the child is killed */
+
+typedef struct symbolizer {
+	char path[256];                 /* module file */
+	int fd;                         /* socket to the child: addresses in, two lines per address out */
+	int pid;                        /* 0: none yet; -1: cannot be used (no addr2line, it died, timed out) */
+} symbolizer_t;
+
+static symbolizer_t *syms;              /* SYM_MODULES entries, meta memory */
+static unsigned nsyms;
+
+static long sc(long nr, long a, long b, long c, long d) { return os_syscall6(nr, a, b, c, d, 0, 0); }
+
+static void copy_str(char *dst, size_t n, const char *src)
+{
+	size_t i = 0;
+	for (; src && src[i] && i + 1 < n; i++) dst[i] = src[i];
+	dst[i] = 0;
+}
+
+/* addr2line's path from PATH (or the usual places), into out; 0 when found. */
+static int find_addr2line(char *out, size_t n)
+{
+	const char *path = "/usr/bin:/bin";
+	for (char **e = environ; e && *e; e++)
+		if (strncmp(*e, "PATH=", 5) == 0) { path = *e + 5; break; }
+	const char *tool = "addr2line";
+	while (*path) {
+		const char *end = path;
+		while (*end && *end != ':') end++;
+		size_t len = (size_t)(end - path);
+		if (len && len + 11 < n) {
+			memcpy(out, path, len);
+			out[len] = '/';
+			copy_str(out + len + 1, n - len - 1, tool);
+			if (sc(SYS_access, (long)out, X_OK, 0, 0) == 0) return 0;
+		}
+		path = *end ? end + 1 : end;
+	}
+	copy_str(out, n, "/usr/bin/addr2line");
+	return sc(SYS_access, (long)out, X_OK, 0, 0) == 0 ? 0 : -1;
+}
+
+/* Start "addr2line -f -C -e MODULE" on a socket: a raw clone with no exit signal (the program's
+ * SIGCHLD handler never sees it, no atfork handler runs), a clean environment (no LD_PRELOAD: the
+ * child must not be checked itself), stderr to /dev/null. */
+static void symbolizer_start(symbolizer_t *s)
+{
+	char tool[256];
+	int sv[2];
+	s->pid = -1;
+	if (find_addr2line(tool, sizeof tool) != 0) return;
+	if (sc(SYS_socketpair, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, (long)sv) != 0) return;
+	long pid = sc(SYS_clone, 0, 0, 0, 0);
+	if (pid == 0) {
+		/* the child: raw system calls only, then exec */
+		char *argv[] = { tool, (char *)"-f", (char *)"-C", (char *)"-e", s->path, NULL };
+		char *envp[] = { (char *)"PATH=/usr/bin:/bin", (char *)"LC_ALL=C", NULL };
+		int null = (int)sc(SYS_openat, AT_FDCWD, (long)"/dev/null", O_WRONLY, 0);
+		sc(SYS_dup2, sv[1], 0, 0, 0);
+		sc(SYS_dup2, sv[1], 1, 0, 0);
+		if (null >= 0) sc(SYS_dup2, null, 2, 0, 0);
+		sc(SYS_execve, (long)tool, (long)argv, (long)envp, 0);
+		sc(SYS_exit, 127, 0, 0, 0);
+	}
+	os_close(sv[1]);
+	if (pid < 0) { os_close(sv[0]); return; }
+	s->fd = sv[0];
+	s->pid = (int)pid;
+}
+
+static void symbolizer_stop(symbolizer_t *s, bool kill)
+{
+	if (s->pid <= 0) return;
+	os_close(s->fd);
+	if (kill) sc(SYS_kill, s->pid, SIGKILL, 0, 0);
+	int st;
+	/* EOF on its stdin ends addr2line; bounded anyway: kill after ~1 s */
+	for (int i = 0; i < 100; i++) {
+		if (sc(SYS_wait4, s->pid, (long)&st, WNOHANG | __WALL, 0) != 0) { s->pid = -1; return; }
+		struct timespec ts = { 0, 10000000L };     /* 10 ms */
+		sc(SYS_nanosleep, (long)&ts, 0, 0, 0);
+	}
+	sc(SYS_kill, s->pid, SIGKILL, 0, 0);
+	sc(SYS_wait4, s->pid, (long)&st, __WALL, 0);
+	s->pid = -1;
+}
+
+void stack_symbolizer_stop(void)
+{
+	for (unsigned i = 0; i < nsyms; i++) symbolizer_stop(&syms[i], false);
+	nsyms = 0;
+}
+
+static symbolizer_t *symbolizer_for(const char *path)
+{
+	if (!syms && !(syms = meta_alloc(SYM_MODULES * sizeof *syms))) return NULL;
+	for (unsigned i = 0; i < nsyms; i++)
+		if (strcmp(syms[i].path, path) == 0) return syms[i].pid > 0 ? &syms[i] : NULL;
+	symbolizer_t *s;
+	if (nsyms < SYM_MODULES) s = &syms[nsyms++];
+	else { s = &syms[SYM_MODULES - 1]; symbolizer_stop(s, false); }
+	copy_str(s->path, sizeof s->path, path);
+	s->pid = 0;
+	symbolizer_start(s);
+	return s->pid > 0 ? s : NULL;
+}
+
+static void put_hex(char *buf, size_t *len, uintptr_t v)
+{
+	char t[20];
+	int i = 0;
+	do t[i++] = "0123456789abcdef"[v & 15]; while ((v >>= 4) != 0);
+	buf[(*len)++] = '0';
+	buf[(*len)++] = 'x';
+	while (i) buf[(*len)++] = t[--i];
+	buf[(*len)++] = '\n';
+}
+
+/* One answer of addr2line: "FUNC\nFILE:LINE\n"; "??" and "??:0" when unknown. */
+static void parse_answer(const char *func, const char *loc, stack_sym_t *out)
+{
+	if (strcmp(func, "??") != 0) copy_str(out->func, sizeof out->func, func);
+	const char *colon = strrchr(loc, ':');
+	if (!colon || strncmp(loc, "??", 2) == 0) return;
+	unsigned line = 0;
+	for (const char *d = colon + 1; *d >= '0' && *d <= '9'; d++) line = line * 10 + (unsigned)(*d - '0');
+	if (!line) return;
+	size_t flen = (size_t)(colon - loc);
+	if (flen >= sizeof out->file) flen = sizeof out->file - 1;
+	memcpy(out->file, loc, flen);
+	out->file[flen] = 0;
+	out->line = line;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	sc(SYS_clock_gettime, CLOCK_MONOTONIC, (long)&ts, 0, 0);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Ask s for the k frames in idx[] (offsets in their module): writes and reads interleaved, so that
+ * neither side blocks on a full socket; the whole batch is bounded by SYM_TIMEOUT_MS. */
+static void symbolizer_ask(symbolizer_t *s, const uintptr_t *pcs, const size_t *idx, size_t k, stack_sym_t *out)
+{
+	static char wbuf[4096], rbuf[8192];
+	size_t sent = 0, wlen = 0, woff = 0, rlen = 0, answered = 0;
+	char first[sizeof out->func];
+	int have_first = 0;
+	uint64_t deadline = now_ms() + SYM_TIMEOUT_MS;
+	while (answered < k) {
+		if (woff == wlen && sent < k) {
+			wlen = woff = 0;
+			while (sent < k && wlen + 24 < sizeof wbuf) {
+				/* the call instruction, not the return address */
+				put_hex(wbuf, &wlen, out[idx[sent]].offset ? out[idx[sent]].offset - 1 : 0);
+				sent++;
+			}
+		}
+		struct pollfd p = { .fd = s->fd, .events = POLLIN | (woff < wlen ? POLLOUT : 0) };
+		uint64_t now = now_ms();
+		if (now >= deadline) goto fail;
+		struct timespec ts = { (time_t)((deadline - now) / 1000), (long)((deadline - now) % 1000) * 1000000 };
+		long r = sc(SYS_ppoll, (long)&p, 1, (long)&ts, 0);
+		if (r < 0 && r != -EINTR) goto fail;
+		if (r <= 0) continue;
+		if (p.revents & POLLOUT) {
+			long w = sc(SYS_sendto, s->fd, (long)(wbuf + woff), (long)(wlen - woff), MSG_NOSIGNAL | MSG_DONTWAIT);
+			if (w < 0 && w != -EAGAIN && w != -EINTR) goto fail;
+			if (w > 0) woff += (size_t)w;
+		}
+		if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
+			long n = sc(SYS_recvfrom, s->fd, (long)(rbuf + rlen), (long)(sizeof rbuf - 1 - rlen), MSG_DONTWAIT);
+			if (n == 0 || (n < 0 && n != -EAGAIN && n != -EINTR)) goto fail;
+			if (n > 0) rlen += (size_t)n;
+			char *line = rbuf, *nl;
+			while (answered < k && (nl = memchr(line, '\n', (size_t)(rbuf + rlen - line))) != NULL) {
+				*nl = 0;
+				if (!have_first) { copy_str(first, sizeof first, line); have_first = 1; }
+				else {
+					char *disc = strstr(line, " (discriminator");
+					if (disc) *disc = 0;
+					parse_answer(first, line, &out[idx[answered]]);
+					answered++;
+					have_first = 0;
+				}
+				line = nl + 1;
+			}
+			rlen = (size_t)(rbuf + rlen - line);
+			memmove(rbuf, line, rlen);
+			if (rlen == sizeof rbuf - 1) rlen = 0;          /* a line longer than the buffer: drop it */
+		}
+	}
+	(void)pcs;
+	return;
+fail:
+	symbolizer_stop(s, true);
+	s->pid = -1;
+}
+
+static void module_path(const char *fname, char *out, size_t n)
+{
+	if (fname && fname[0] == '/') { copy_str(out, n, fname); return; }
+	/* the main program: dladdr gives "" or argv[0] */
+	long len = sc(SYS_readlink, (long)"/proc/self/exe", (long)out, (long)n - 1, 0);
+	if (len > 0) out[len] = 0;
+	else copy_str(out, n, fname ? fname : "");
+}
+
+int stack_symbolize(const uintptr_t *pcs, size_t n, stack_sym_t *out)
+{
+	if (!out || (n && !pcs)) return -1;
+	static size_t idx[1024];
+	static bool used[1024];
+	for (size_t i = 0; i < n; i++) {
+		stack_sym_t *o = &out[i];
+		memset(o, 0, sizeof *o);
+		Dl_info info;
+		struct link_map *lm = NULL;
+		if (!pcs[i] || !dladdr1((void *)(pcs[i] - 1), &info, (void **)&lm, RTLD_DL_LINKMAP)) {
+			o->offset = pcs[i];
+			continue;
+		}
+		module_path(info.dli_fname, o->module, sizeof o->module);
+		o->offset = pcs[i] - (lm ? lm->l_addr : (uintptr_t)info.dli_fbase);
+		if (info.dli_sname && info.dli_saddr) copy_str(o->func, sizeof o->func, info.dli_sname);
+	}
+	/* one batch per module, at most 1024 frames per batch */
+	for (size_t start = 0; start < n; start += 1024) {
+		size_t end = n - start > 1024 ? start + 1024 : n;
+		memset(used, 0, sizeof used);
+		for (size_t i = start; i < end; i++) {
+			if (used[i - start] || !out[i].module[0]) continue;
+			size_t k = 0;
+			for (size_t j = i; j < end; j++)
+				if (!used[j - start] && strcmp(out[j].module, out[i].module) == 0) {
+					used[j - start] = true;
+					idx[k++] = j;
+				}
+			symbolizer_t *s = symbolizer_for(out[i].module);
+			if (s) symbolizer_ask(s, pcs, idx, k, out);
+		}
+	}
+	return 0;
+}
+
+size_t stack_format(char *buf, size_t n, unsigned i, uintptr_t pc, const stack_sym_t *s)
+{
+	fmtbuf_t b;
+	if (!n) return 0;
+	fmt_init(&b, buf, n);
+	fmt_str(&b, "    #");
+	fmt_dec(&b, i);
+	fmt_char(&b, ' ');
+	fmt_hex(&b, pc);
+	if (s && s->func[0]) {
+		fmt_str(&b, " in ");
+		fmt_str(&b, s->func);
+	}
+	if (s && s->file[0] && s->line) {
+		fmt_char(&b, ' ');
+		fmt_str(&b, s->file);
+		fmt_char(&b, ':');
+		fmt_dec(&b, s->line);
+	} else if (s && s->module[0]) {
+		fmt_str(&b, " (");
+		fmt_str(&b, s->module);
+		fmt_str(&b, "+");
+		fmt_hex(&b, s->offset);
+		fmt_char(&b, ')');
+	} else if (!s || !s->func[0]) {
+		fmt_str(&b, " (<unknown module>)");
+	}
+	return fmt_len(&b);
+}
