@@ -94,19 +94,22 @@ static void list_push_front(heap_t *h, page_t *pg)
 	pg->prev = 0;
 	pg->next = first == &page_empty ? 0 : ID(first);
 	if (first != &page_empty) first->prev = ID(pg);
+	else h->last[pg->cls] = ID(pg);
 	set_first(h, pg->cls, pg);
 }
 
-/* Back on the list without displacing the page malloc is serving from: a page that empties
- * behind the head is given back, while the head itself stays. */
-static void list_push_second(heap_t *h, page_t *pg)
+/* At the end of the list: a page that comes back (it was full, or queued by a remote free) is
+ * reached only after every page before it has been used up, so frees have gathered in it by
+ * then and the visit pays for itself. Putting it next in line instead makes a page that got
+ * one free block back go full again on the next malloc: a slow path per malloc. */
+static void list_push_back(heap_t *h, page_t *pg)
 {
-	page_t *first = h->pages[pg->cls];
-	if (first == &page_empty) { list_push_front(h, pg); return; }
-	pg->prev = ID(first);
-	pg->next = first->next;
-	if (first->next) PG(first->next)->prev = ID(pg);
-	first->next = ID(pg);
+	uint32_t last = h->last[pg->cls];
+	if (!last) { list_push_front(h, pg); return; }
+	pg->next = 0;
+	pg->prev = last;
+	PG(last)->next = ID(pg);
+	h->last[pg->cls] = ID(pg);
 }
 
 static void list_remove(heap_t *h, page_t *pg)
@@ -114,6 +117,7 @@ static void list_remove(heap_t *h, page_t *pg)
 	if (pg->prev) PG(pg->prev)->next = pg->next;
 	else set_first(h, pg->cls, pg->next ? PG(pg->next) : &page_empty);
 	if (pg->next) PG(pg->next)->prev = pg->prev;
+	else h->last[pg->cls] = pg->prev;
 	pg->next = pg->prev = 0;
 }
 
@@ -178,7 +182,7 @@ static void page_release(heap_t *h, page_t *pg)
 	while (q != Q_QUEUED && !atomic_compare_exchange_weak(&page_remote(pg)->qstate, &q, Q_GONE)) {}
 	if (q == Q_QUEUED) {
 		/* still on h->delayed: it comes back through the drain, and goes then */
-		list_push_second(h, pg);
+		list_push_back(h, pg);
 		return;
 	}
 	if (class_pages[pg->cls] == 1 && h->nspare < HEAP_SPARES && !atomic_load(&h->abandoned)) {
@@ -198,21 +202,24 @@ static void spares_flush(heap_t *h)
 	}
 }
 
-/* pg was just found with nothing to give: take it off the list, unless a remote free raced in. */
 /* pg has nothing to give: take it off the list. The first remote free into it will queue it on
- * h->delayed for the owner to put back; a local free puts it back at once. */
+ * h->delayed for the owner to put back; a local free puts it back at once (at the end). Owner
+ * and remote freer each write one word and then read the other's (qstate, thread_free): both
+ * sides' accesses are sequentially consistent, so at least one of them sees the other. */
 static void page_to_full(heap_t *h, page_t *pg)
 {
 	remote_t *r = page_remote(pg);
 	list_remove(h, pg);
 	pg->used |= USED_UNLISTED;
-	if (atomic_load_explicit(&r->qstate, memory_order_relaxed) == Q_QUIET)
-		atomic_store(&r->qstate, Q_WATCH);           /* only this thread moves it from QUIET */
-	atomic_thread_fence(memory_order_seq_cst);
+	/* Q_WATCH (it went full before and no remote free came since): the next remote free
+	 * queues it, no barrier needed; Q_QUEUED: the drain puts it back. */
+	if (atomic_load_explicit(&r->qstate, memory_order_relaxed) != Q_QUIET) return;
+	uint8_t quiet = Q_QUIET;
+	if (!atomic_compare_exchange_strong(&r->qstate, &quiet, Q_WATCH)) return;
 	if (atomic_load(&r->thread_free) != 0) {
 		/* a remote free raced in: keep the page listed; if it was queued, the drain skips it */
 		pg->used &= ~USED_UNLISTED;
-		list_push_second(h, pg);
+		list_push_back(h, pg);
 	}
 }
 
@@ -225,7 +232,7 @@ static void drain_delayed(heap_t *h)
 		atomic_store_explicit(&r->qstate, Q_QUIET, memory_order_relaxed);
 		if (pg->used & USED_UNLISTED) {
 			pg->used &= ~USED_UNLISTED;
-			list_push_second(h, pg);
+			list_push_back(h, pg);
 		}
 		pg = next;
 	}
@@ -433,7 +440,7 @@ void heap_free_local_slow(page_t *pg)
 	if (pg->used & USED_UNLISTED) {
 		/* it was full: back on the list, behind the page malloc is serving from */
 		pg->used &= ~USED_UNLISTED;
-		list_push_second(h, pg);
+		list_push_back(h, pg);
 	}
 	if (pg->used == 0 && h->pages[pg->cls] != pg) {
 		refill(pg);

@@ -133,6 +133,7 @@ typedef struct heap {
 	uint64_t n_free;                /* frees this thread made */
 	uint64_t n_realloc;             /* realloc calls on this thread */
 	page_t *pages[NCLASS];          /* first page of each class list; &page_empty when none */
+	uint32_t last[NCLASS];          /* last page of each class list (index + 1; 0 when none) */
 	page_t *spare[HEAP_SPARES];     /* empty one-page runs kept for the next class that needs one */
 	int nspare;
 	/* touched by other threads: kept off the owner's cache lines */
