@@ -4,6 +4,8 @@
 #include "heap.h"
 #include <errno.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
 
 /* Four classes per doubling above 128 bytes; 16-byte steps below. Waste is at most 20% of the
  * block above 128 bytes, and below that at most the 15 bytes the 16-byte alignment costs. */
@@ -67,7 +69,8 @@ const uint8_t class_lut[1025] = {
 page_t page_empty;     /* what an empty class list points to: its free list is always NULL */
 /* A thread's heap before it has one: every fast path through it fails, and the slow path makes
  * (or adopts) the real heap. It owns no page, so frees through it are remote frees. */
-heap_t heap_none = { .fast = { [0 ... NCLASS - 1] = &page_empty } };
+heap_t heap_none = { .direct = { [0 ... DIRECT_MAX / 16] = &page_empty },
+                     .fast = { [0 ... NCLASS - 1] = &page_empty } };
 __thread heap_t *heap_tls __attribute__((tls_model("initial-exec"))) = &heap_none;
 /* Heap locks (heaps_lock, a heap's lock) this thread holds: nothing that allocates may run then. */
 __thread int heap_locks_held __attribute__((tls_model("initial-exec")));
@@ -85,7 +88,11 @@ static inline uint32_t ID(page_t *pg) { return (uint32_t)page_idx(pg) + 1; }
 static inline void set_first(heap_t *h, unsigned cls, page_t *pg)
 {
 	h->pages[cls] = pg;
-	h->fast[cls] = G.slow_only ? &page_empty : pg;
+	page_t *f = G.slow_only ? &page_empty : pg;
+	h->fast[cls] = f;
+	if (class_size[cls] <= DIRECT_MAX)
+		for (unsigned i = class_size[cls - 1] / 16 + (cls > 1); i <= class_size[cls] / 16; i++)
+			h->direct[i] = f;
 }
 
 static void list_push_front(heap_t *h, page_t *pg)
@@ -121,6 +128,16 @@ static void list_remove(heap_t *h, page_t *pg)
 	pg->next = pg->prev = 0;
 }
 
+/* ---- remote links ---- */
+/* Links between blocks freed by other threads are stored xor a secret whose top bit is set:
+ * a use-after-free write of a pointer or of plain data into such a link decodes to an address
+ * far outside the range, which collect_remote refuses. (The owner's own list needs no key: a
+ * link there can only lead to a block the live bitmap says is free, or malloc aborts.) */
+static uintptr_t remote_key = (uintptr_t)1 << 63;
+
+static inline block_t *remote_encode(block_t *b) { return (block_t *)((uintptr_t)b ^ remote_key); }
+static inline block_t *remote_decode(block_t *e) { return (block_t *)((uintptr_t)e ^ remote_key); }
+
 /* ---- collecting ---- */
 /* Take the blocks other threads freed; their live bits are cleared here, where a second free of
  * the same block is caught. */
@@ -130,18 +147,21 @@ static void collect_remote(page_t *pg)
 	uintptr_t tf = atomic_exchange_explicit(&page_remote(pg)->thread_free, 0, memory_order_acquire);
 	if (!tf) return;
 	uintptr_t start = pg->start;
-	size_t span = run_bytes(pg);
 	uint32_t n = 0;
 	block_t *b = (block_t *)tf, *last = NULL;
 	while (b) {
-		if ((uintptr_t)b - start >= span) fatal_msg("free", "heap corruption: bad remote free list");
-		uint64_t m, *w = live_word(pg, (uintptr_t)b - start, &m);
+		/* b came from a link written while the block was freed, so it is checked before it
+		 * is followed: a block of this run, still live (remote frees clear the bit here) */
+		uintptr_t off = (uintptr_t)b - start;
+		if (block_index(pg, off) >= pg->capacity) fatal_corrupt("malloc", b);
+		uint64_t m, *w = live_word(pg, off, &m);
 		uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
 		if (!(v & m)) fatal_pointer("free", b);
 		__atomic_store_n(w, v & ~m, __ATOMIC_RELAXED);
 		n++;
 		last = b;
-		b = b->next;
+		b = remote_decode(b->next);
+		last->next = b;                      /* a plain link from now on: the local list */
 	}
 	last->next = pg->free;
 	pg->free = (block_t *)tf;
@@ -259,6 +279,7 @@ static heap_t *heap_create(void)
 		h = meta_alloc(sizeof *h);
 		if (h) {
 			for (int c = 0; c < NCLASS; c++) h->pages[c] = h->fast[c] = &page_empty;
+			for (int i = 0; i <= DIRECT_MAX / 16; i++) h->direct[i] = &page_empty;
 			pthread_mutex_init(&h->lock, NULL);
 			h->next_all = heaps_all;
 			heaps_all = h;
@@ -281,6 +302,10 @@ heap_t *heap_get(void)
 /* Called once from initialisation: thread exit hands the heap back through this key. */
 void heap_init_key(void)
 {
+	uint64_t k = 0;
+	if (os_syscall6(SYS_getrandom, (long)&k, sizeof k, GRND_NONBLOCK, 0, 0, 0) != (long)sizeof k)
+		k = os_now_ms() * 0x9e3779b97f4a7c15ull ^ (uintptr_t)&k;
+	remote_key = (uintptr_t)(k | (uint64_t)1 << 63);
 	heap_key_ok = pthread_key_create(&heap_key, heap_destructor) == 0;
 }
 
@@ -384,6 +409,10 @@ static page_t *new_page(heap_t *h, unsigned cls)
 	pg->used = 0;
 	pg->free = NULL;
 	pg->start = page_addr(page_idx(pg));
+	pg->rot = (uint8_t)__builtin_ctz(bs);
+	uint64_t odd = bs >> pg->rot, inv = odd;      /* Newton: each step doubles the correct bits */
+	for (int i = 0; i < 5; i++) inv *= 2 - odd * inv;
+	pg->inv = inv;
 	atomic_store_explicit(&page_remote(pg)->thread_free, 0, memory_order_relaxed);
 	atomic_store_explicit(&page_remote(pg)->qstate, Q_QUIET, memory_order_relaxed);
 	unsigned shift = 4;
@@ -433,6 +462,9 @@ void *heap_alloc_small(size_t n)
 	return p;
 }
 
+void *heap_corrupt(const void *b) { fatal_corrupt("malloc", b); }
+void heap_invalid(const char *func, const void *p) { fatal_pointer(func, p); }
+
 /* After a local free: the page emptied, or it was full and off the list. */
 void heap_free_local_slow(page_t *pg)
 {
@@ -457,7 +489,7 @@ static void remote_push(page_t *pg, block_t *first, block_t *last)
 	heap_t *h = pg->heap;
 	remote_t *r = page_remote(pg);
 	uintptr_t old = atomic_load_explicit(&r->thread_free, memory_order_relaxed);
-	do last->next = (block_t *)old;
+	do last->next = remote_encode((block_t *)old);
 	while (!atomic_compare_exchange_weak(&r->thread_free, &old, (uintptr_t)first));
 	if (atomic_load(&r->qstate) == Q_WATCH) {
 		uint8_t watch = Q_WATCH;
@@ -514,7 +546,7 @@ void heap_free_remote(page_t *pg, block_t *b, const char *func)
 	}
 	me->n_free++;
 	if (pending.pg == pg && pending.n < REMOTE_BATCH) {
-		b->next = pending.first;
+		b->next = remote_encode(pending.first);
 		pending.first = b;
 		pending.n++;
 		return;

@@ -71,7 +71,7 @@ typedef struct page {
 			uintptr_t start;        /* address of the run's first block */
 			uint64_t *live;         /* out-of-band bitmap: bit set while the block starting in that granule is
 			                           live; the cache line before it is the run's remote_t */
-			uint64_t unused2;
+			uint64_t inv;           /* inverse of block_size's odd factor mod 2^64 (block_index) */
 			struct heap *heap;      /* owner */
 			uint32_t used;          /* live blocks, counting remote frees not yet collected;
 			                           | USED_UNLISTED while the page is off its class list */
@@ -97,7 +97,8 @@ typedef struct page {
 	uint8_t shift;                  /* log2 of bytes per live-bitmap bit (PK_SMALL; 4 in one-page runs) */
 	uint8_t cls;                    /* size class (PK_SMALL) */
 	uint8_t flags;                  /* PF_* of this 64 KiB page, kept across reuse */
-	uint8_t unused1[2];
+	uint8_t rot;                    /* PK_SMALL: trailing zero bits of block_size (block_index) */
+	uint8_t unused1;
 	uint16_t capacity;              /* PK_SMALL: blocks carved into the free lists so far */
 	uint32_t next, prev;            /* page index + 1 (0 = none): heap class list, free bin, delayed stack */
 } page_t;
@@ -127,6 +128,8 @@ static inline remote_t *page_remote(const struct page *pg) { return (remote_t *)
 #define HEAP_SPARES 4                 /* empty one-page runs a heap keeps instead of giving back */
 typedef struct heap {
 	/* owner only: the fast paths */
+#define DIRECT_MAX 1024                   /* sizes up to this find their page in direct[] */
+	page_t *direct[DIRECT_MAX / 16 + 1]; /* fast[] by (n + 15) / 16: one load less than the class */
 	page_t *fast[NCLASS];           /* what the malloc fast path pops from: pages[] normally, always
 	                                   &page_empty when every call must take the slow path */
 	uint64_t n_malloc;              /* allocations this heap served */
@@ -203,6 +206,7 @@ static inline void contig_ensure_init(void)
 /* ---- fatal path and allocation-free formatting (fmt.c) ---- */
 HIDDEN NORETURN void fatal_pointer(const char *func, const void *p);
 HIDDEN NORETURN void fatal_msg(const char *func, const char *msg);
+HIDDEN NORETURN void fatal_corrupt(const char *func, const void *p);   /* "heap corruption at p" */
 HIDDEN NORETURN void fatal_assert(const char *file, int line, const char *cond);
 typedef struct fmtbuf { char *p; size_t left; char *start; } fmtbuf_t;
 HIDDEN void fmt_init(fmtbuf_t *b, char *buf, size_t n);

@@ -128,6 +128,30 @@ END_TEST
 START_TEST(never_handed_out) { alloc_free((void *)(G.base + G.size - 4096)); }
 END_TEST
 
+/* A use-after-free write points a freed block's link at a live block of its page: malloc must
+ * abort rather than hand the live block out a second time. */
+static void *volatile launder;
+START_TEST(corrupt_link_onto_live)
+{
+	void *live = alloc_malloc(80), *freed = alloc_malloc(80);
+	alloc_free(freed);
+	launder = freed;
+	memcpy(launder, &live, sizeof live);
+	for (int i = 0; i < 3; i++) ck_assert_ptr_ne(alloc_malloc(80), live);
+}
+END_TEST
+
+START_TEST(corrupt_link_misaligned)
+{
+	char *live = alloc_malloc(80), *freed = alloc_malloc(80);
+	void *bad = live + 8;
+	alloc_free(freed);
+	launder = freed;
+	memcpy(launder, &bad, sizeof bad);
+	for (int i = 0; i < 3; i++) ck_assert_ptr_ne(alloc_malloc(80), bad);
+}
+END_TEST
+
 static void *free_it(void *p) { alloc_free(p); return NULL; }
 START_TEST(double_free_remote)
 {
@@ -166,6 +190,8 @@ Suite *heap_suite(void)
 	tcase_add_test_raise_signal(m, interior_free, SIGABRT);
 	tcase_add_test_raise_signal(m, never_handed_out, SIGABRT);
 	tcase_add_test_raise_signal(m, double_free_remote, SIGABRT);
+	tcase_add_test_raise_signal(m, corrupt_link_onto_live, SIGABRT);
+	tcase_add_test_raise_signal(m, corrupt_link_misaligned, SIGABRT);
 	suite_add_tcase(s, m);
 	return s;
 }
