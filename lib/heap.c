@@ -201,8 +201,9 @@ static void page_release(heap_t *h, page_t *pg)
 	uint8_t q = atomic_load(&page_remote(pg)->qstate);
 	while (q != Q_QUEUED && !atomic_compare_exchange_weak(&page_remote(pg)->qstate, &q, Q_GONE)) {}
 	if (q == Q_QUEUED) {
-		/* still on h->delayed: it comes back through the drain, and goes then */
-		list_push_back(h, pg);
+		/* still on h->delayed: it stays off the list until the drain puts it back (relisting
+		 * it here made tidy_heap's walk meet it again and again, a livelock at thread exit) */
+		pg->used |= USED_UNLISTED;
 		return;
 	}
 	if (class_pages[pg->cls] == 1 && h->nspare < HEAP_SPARES && !atomic_load(&h->abandoned)) {
