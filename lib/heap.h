@@ -132,7 +132,7 @@ static inline bool used_drop(page_t *pg)
 static inline void heap_free_checked(page_t *pg, void *p, uint64_t bit, const char *func)
 {
 	heap_t *h = heap_tls;
-	uint64_t *w = &pg->live[bit >> 6];
+	uint64_t *w = &pg->live[(bit >> 6) & (LIVE_BITS / 64 - 1)];
 	if (likely(pg->heap == h)) {
 		uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
 		if (unlikely(!bit_clear_old(&v, bit))) {
@@ -168,12 +168,12 @@ static inline void heap_free_block(page_t *pg, void *p, const char *func)
 /* heap_free_block for a one-page run, with the constants folded in. */
 static inline void heap_free_block1(page_t *pg, void *p)
 {
-	uintptr_t off = (uintptr_t)p & (PAGE_SIZE - 1);
-	if (unlikely((off & (ALIGN_MIN - 1)) != 0)) {
+	if (unlikely(((uintptr_t)p & (ALIGN_MIN - 1)) != 0)) {
 		heap_invalid("free", p);
 		return;
 	}
-	heap_free_checked(pg, p, off >> 4, "free");
+	/* bit operations take the bit number mod 64: only the word index needs the page offset */
+	heap_free_checked(pg, p, (uintptr_t)p >> 4, "free");
 }
 
 #endif
