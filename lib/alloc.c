@@ -147,6 +147,20 @@ void *alloc_malloc(size_t n)
 	return malloc_slow(n);
 }
 
+/* malloc for C++ new: on_fail(n) decides what a failure becomes (the new_handler loop, bad_alloc). */
+static NOINLINE void *new_slow(size_t n, void *(*on_fail)(size_t))
+{
+	void *p = malloc_slow(n);
+	return p ? p : on_fail(n);
+}
+
+void *alloc_new(size_t n, void *(*on_fail)(size_t))
+{
+	void *p = heap_malloc_fast(n);
+	if (likely(p != NULL)) return p;
+	return new_slow(n, on_fail);
+}
+
 void *alloc_calloc(size_t n, size_t m)
 {
 	size_t total;
@@ -220,6 +234,22 @@ void alloc_free_sized(void *p, size_t n)
 		if (u && n > u) fatal_msg("free_sized", "size larger than the block");
 	}
 	alloc_free(p);
+}
+
+/* C++ sized delete: the size must fit the block. In one-page runs, the common case, it is one
+ * compare with the block size before the ordinary free; the rest go the free_sized way. */
+void alloc_delete_sized(void *p, size_t n)
+{
+	if (likely(range_has(p))) {
+		page_t *pg = page_of(p);
+		if (likely(is_small1(pg))) {
+			if (unlikely(n > pg->block_size))
+				fatal_msg("operator delete", "size larger than the block");
+			heap_free_block1(pg, p);
+			return;
+		}
+	}
+	alloc_free_sized(p, n);
 }
 
 void alloc_free_aligned_sized(void *p, size_t align, size_t n)

@@ -6,11 +6,13 @@
 #include "common.h"
 
 HIDDEN void *alloc_malloc(size_t n);
+HIDDEN void *alloc_new(size_t n, void *(*on_fail)(size_t));   /* malloc; NULL becomes on_fail(n) */
 HIDDEN void *alloc_calloc(size_t n, size_t m);
 HIDDEN void *alloc_realloc(void *p, size_t n);
 HIDDEN void *alloc_reallocarray(void *p, size_t n, size_t m);
 HIDDEN void alloc_free(void *p);
 HIDDEN void alloc_free_sized(void *p, size_t n);
+HIDDEN void alloc_delete_sized(void *p, size_t n);      /* C++ sized delete */
 HIDDEN void alloc_free_aligned_sized(void *p, size_t align, size_t n);
 HIDDEN void *alloc_memalign(size_t align, size_t n);
 HIDDEN int alloc_posix_memalign(void **out, size_t align, size_t n);

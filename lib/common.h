@@ -70,7 +70,7 @@ typedef struct page {
 			uintptr_t start;        /* address of the run's first block */
 			uint64_t *live;         /* out-of-band bitmap: bit set while the block starting in that granule is
 			                           live; the cache line before it is the run's remote_t */
-			uint64_t unused2;
+			uint64_t inv;           /* inverse of block_size's odd factor mod 2^64 (block_index) */
 			struct heap *heap;      /* owner */
 			uint32_t used;          /* live blocks, counting remote frees not yet collected;
 			                           | USED_UNLISTED while the page is off its class list */
@@ -96,7 +96,8 @@ typedef struct page {
 	uint8_t shift;                  /* log2 of bytes per live-bitmap bit (PK_SMALL; 4 in one-page runs) */
 	uint8_t cls;                    /* size class (PK_SMALL) */
 	uint8_t flags;                  /* PF_* of this 64 KiB page, kept across reuse */
-	uint8_t unused1[2];
+	uint8_t rot;                    /* PK_SMALL: trailing zero bits of block_size (block_index) */
+	uint8_t unused1;
 	uint16_t capacity;              /* PK_SMALL: blocks carved into the free lists so far */
 	uint32_t next, prev;            /* page index + 1 (0 = none): heap class list, free bin, delayed stack */
 } page_t;

@@ -88,6 +88,19 @@ void fatal_pointer(const char *func, const void *p)
 	die(buf);
 }
 
+void fatal_corrupt(const char *func, const void *p)
+{
+	char buf[160];
+	fmtbuf_t b;
+	fmt_init(&b, buf, sizeof buf);
+	fmt_str(&b, "libcontig: ");
+	fmt_str(&b, func);
+	fmt_str(&b, "(): heap corruption at ");
+	fmt_hex(&b, (uintptr_t)p);
+	fmt_str(&b, " (a free-list link was overwritten: use after free or overflow?)\n");
+	die(buf);
+}
+
 void fatal_msg(const char *func, const char *msg)
 {
 	char buf[400];

@@ -7,6 +7,7 @@
 
 HIDDEN NORETURN void fatal_pointer(const char *func, const void *p);
 HIDDEN NORETURN void fatal_msg(const char *func, const char *msg);
+HIDDEN NORETURN void fatal_corrupt(const char *func, const void *p);   /* "heap corruption at p" */
 typedef struct fmtbuf { char *p; size_t left; char *start; } fmtbuf_t;
 HIDDEN void fmt_init(fmtbuf_t *b, char *buf, size_t n);
 HIDDEN void fmt_str(fmtbuf_t *b, const char *s);

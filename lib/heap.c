@@ -3,14 +3,18 @@
 #include "heap.h"
 #include "region.h"
 #include "range.h"
+#include "os.h"
 #include "leak_records.h"
 #include <errno.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
 
 page_t page_empty;     /* what an empty class list points to: its free list is always NULL */
 /* A thread's heap before it has one: every fast path through it fails, and the slow path makes
  * (or adopts) the real heap. It owns no page, so frees through it are remote frees. */
-heap_t heap_none = { .fast = { [0 ... NCLASS - 1] = &page_empty } };
+heap_t heap_none = { .direct = { [0 ... DIRECT_MAX / 16] = &page_empty },
+                     .fast = { [0 ... NCLASS - 1] = &page_empty } };
 __thread heap_t *heap_tls __attribute__((tls_model("initial-exec"))) = &heap_none;
 /* Heap locks (heaps_lock, a heap's lock) this thread holds: nothing that allocates may run then. */
 
@@ -27,7 +31,11 @@ static inline uint32_t ID(page_t *pg) { return (uint32_t)page_idx(pg) + 1; }
 static inline void set_first(heap_t *h, unsigned cls, page_t *pg)
 {
 	h->pages[cls] = pg;
-	h->fast[cls] = G.slow_only ? &page_empty : pg;
+	page_t *f = G.slow_only ? &page_empty : pg;
+	h->fast[cls] = f;
+	if (class_size[cls] <= DIRECT_MAX)
+		for (unsigned i = class_size[cls - 1] / 16 + (cls > 1); i <= class_size[cls] / 16; i++)
+			h->direct[i] = f;
 }
 
 static void list_push_front(heap_t *h, page_t *pg)
@@ -36,19 +44,22 @@ static void list_push_front(heap_t *h, page_t *pg)
 	pg->prev = 0;
 	pg->next = first == &page_empty ? 0 : ID(first);
 	if (first != &page_empty) first->prev = ID(pg);
+	else h->last[pg->cls] = ID(pg);
 	set_first(h, pg->cls, pg);
 }
 
-/* Back on the list without displacing the page malloc is serving from: a page that empties
- * behind the head is given back, while the head itself stays. */
-static void list_push_second(heap_t *h, page_t *pg)
+/* At the end of the list: a page that comes back (it was full, or queued by a remote free) is
+ * reached only after every page before it has been used up, so frees have gathered in it by
+ * then and the visit pays for itself. Putting it next in line instead makes a page that got
+ * one free block back go full again on the next malloc: a slow path per malloc. */
+static void list_push_back(heap_t *h, page_t *pg)
 {
-	page_t *first = h->pages[pg->cls];
-	if (first == &page_empty) { list_push_front(h, pg); return; }
-	pg->prev = ID(first);
-	pg->next = first->next;
-	if (first->next) PG(first->next)->prev = ID(pg);
-	first->next = ID(pg);
+	uint32_t last = h->last[pg->cls];
+	if (!last) { list_push_front(h, pg); return; }
+	pg->next = 0;
+	pg->prev = last;
+	PG(last)->next = ID(pg);
+	h->last[pg->cls] = ID(pg);
 }
 
 static void list_remove(heap_t *h, page_t *pg)
@@ -56,8 +67,20 @@ static void list_remove(heap_t *h, page_t *pg)
 	if (pg->prev) PG(pg->prev)->next = pg->next;
 	else set_first(h, pg->cls, pg->next ? PG(pg->next) : &page_empty);
 	if (pg->next) PG(pg->next)->prev = pg->prev;
+	else h->last[pg->cls] = pg->prev;
 	pg->next = pg->prev = 0;
 }
+
+/* ---- remote links ---- */
+/* Links between blocks freed by other threads are stored xor a secret whose top bit is set:
+ * a use-after-free write of a pointer or of plain data into such a link decodes to an address
+ * far outside the range, which collect_remote refuses. (The owner's own list needs no key: a
+ * link there can only lead to a block the live bitmap says is free, or malloc aborts.) */
+static uintptr_t remote_key = (uintptr_t)1 << 63;
+
+static inline block_t *remote_encode(block_t *b) { return (block_t *)((uintptr_t)b ^ remote_key); }
+static inline block_t *remote_decode(block_t *e) { return (block_t *)((uintptr_t)e ^ remote_key); }
+block_t *heap_remote_next(const block_t *b) { return remote_decode(b->next); }
 
 /* ---- collecting ---- */
 /* Take the blocks other threads freed; their live bits are cleared here, where a second free of
@@ -68,18 +91,21 @@ static void collect_remote(page_t *pg)
 	uintptr_t tf = atomic_exchange_explicit(&page_remote(pg)->thread_free, 0, memory_order_acquire);
 	if (!tf) return;
 	uintptr_t start = pg->start;
-	size_t span = run_bytes(pg);
 	uint32_t n = 0;
 	block_t *b = (block_t *)tf, *last = NULL;
 	while (b) {
-		if ((uintptr_t)b - start >= span) fatal_msg("free", "heap corruption: bad remote free list");
-		uint64_t m, *w = live_word(pg, (uintptr_t)b - start, &m);
+		/* b came from a link written while the block was freed, so it is checked before it
+		 * is followed: a block of this run, still live (remote frees clear the bit here) */
+		uintptr_t off = (uintptr_t)b - start;
+		if (block_index(pg, off) >= pg->capacity) fatal_corrupt("malloc", b);
+		uint64_t m, *w = live_word(pg, off, &m);
 		uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
 		if (!(v & m)) fatal_pointer("free", b);
 		__atomic_store_n(w, v & ~m, __ATOMIC_RELAXED);
 		n++;
 		last = b;
-		b = b->next;
+		b = remote_decode(b->next);
+		last->next = b;                      /* a plain link from now on: the local list */
 	}
 	last->next = pg->free;
 	pg->free = (block_t *)tf;
@@ -119,8 +145,9 @@ static void page_release(heap_t *h, page_t *pg)
 	uint8_t q = atomic_load(&page_remote(pg)->qstate);
 	while (q != Q_QUEUED && !atomic_compare_exchange_weak(&page_remote(pg)->qstate, &q, Q_GONE)) {}
 	if (q == Q_QUEUED) {
-		/* still on h->delayed: it comes back through the drain, and goes then */
-		list_push_second(h, pg);
+		/* still on h->delayed: it stays off the list until the drain puts it back (relisting
+		 * it here made tidy_heap's walk meet it again and again, a livelock at thread exit) */
+		pg->used |= USED_UNLISTED;
 		return;
 	}
 	if (class_pages[pg->cls] == 1 && h->nspare < HEAP_SPARES && !atomic_load(&h->abandoned)) {
@@ -140,21 +167,24 @@ static void spares_flush(heap_t *h)
 	}
 }
 
-/* pg was just found with nothing to give: take it off the list, unless a remote free raced in. */
 /* pg has nothing to give: take it off the list. The first remote free into it will queue it on
- * h->delayed for the owner to put back; a local free puts it back at once. */
+ * h->delayed for the owner to put back; a local free puts it back at once (at the end). Owner
+ * and remote freer each write one word and then read the other's (qstate, thread_free): both
+ * sides' accesses are sequentially consistent, so at least one of them sees the other. */
 static void page_to_full(heap_t *h, page_t *pg)
 {
 	remote_t *r = page_remote(pg);
 	list_remove(h, pg);
 	pg->used |= USED_UNLISTED;
-	if (atomic_load_explicit(&r->qstate, memory_order_relaxed) == Q_QUIET)
-		atomic_store(&r->qstate, Q_WATCH);           /* only this thread moves it from QUIET */
-	atomic_thread_fence(memory_order_seq_cst);
+	/* Q_WATCH (it went full before and no remote free came since): the next remote free
+	 * queues it, no barrier needed; Q_QUEUED: the drain puts it back. */
+	if (atomic_load_explicit(&r->qstate, memory_order_relaxed) != Q_QUIET) return;
+	uint8_t quiet = Q_QUIET;
+	if (!atomic_compare_exchange_strong(&r->qstate, &quiet, Q_WATCH)) return;
 	if (atomic_load(&r->thread_free) != 0) {
 		/* a remote free raced in: keep the page listed; if it was queued, the drain skips it */
 		pg->used &= ~USED_UNLISTED;
-		list_push_second(h, pg);
+		list_push_back(h, pg);
 	}
 }
 
@@ -167,7 +197,7 @@ static void drain_delayed(heap_t *h)
 		atomic_store_explicit(&r->qstate, Q_QUIET, memory_order_relaxed);
 		if (pg->used & USED_UNLISTED) {
 			pg->used &= ~USED_UNLISTED;
-			list_push_second(h, pg);
+			list_push_back(h, pg);
 		}
 		pg = next;
 	}
@@ -194,6 +224,7 @@ static heap_t *heap_create(void)
 		h = meta_alloc(sizeof *h);
 		if (h) {
 			for (int c = 0; c < NCLASS; c++) h->pages[c] = h->fast[c] = &page_empty;
+			for (int i = 0; i <= DIRECT_MAX / 16; i++) h->direct[i] = &page_empty;
 			pthread_mutex_init(&h->lock, NULL);
 			h->next_all = heaps_all;
 			heaps_all = h;
@@ -216,6 +247,10 @@ heap_t *heap_get(void)
 /* Called once from initialisation: thread exit hands the heap back through this key. */
 void heap_init_key(void)
 {
+	uint64_t k = 0;
+	if (os_syscall6(SYS_getrandom, (long)&k, sizeof k, GRND_NONBLOCK, 0, 0, 0) != (long)sizeof k)
+		k = os_now_ms() * 0x9e3779b97f4a7c15ull ^ (uintptr_t)&k;
+	remote_key = (uintptr_t)(k | (uint64_t)1 << 63);
 	heap_key_ok = pthread_key_create(&heap_key, heap_destructor) == 0;
 }
 
@@ -319,6 +354,10 @@ static page_t *new_page(heap_t *h, unsigned cls)
 	pg->used = 0;
 	pg->free = NULL;
 	pg->start = page_addr(page_idx(pg));
+	pg->rot = (uint8_t)__builtin_ctz(bs);
+	uint64_t odd = bs >> pg->rot, inv = odd;      /* Newton: each step doubles the correct bits */
+	for (int i = 0; i < 5; i++) inv *= 2 - odd * inv;
+	pg->inv = inv;
 	atomic_store_explicit(&page_remote(pg)->thread_free, 0, memory_order_relaxed);
 	atomic_store_explicit(&page_remote(pg)->qstate, Q_QUIET, memory_order_relaxed);
 	unsigned shift = 4;
@@ -371,6 +410,9 @@ void *heap_alloc_small(size_t n)
 	return p;
 }
 
+void *heap_corrupt(const void *b) { fatal_corrupt("malloc", b); }
+void heap_invalid(const char *func, const void *p) { fatal_pointer(func, p); }
+
 /* After a local free: the page emptied, or it was full and off the list. */
 void heap_free_local_slow(page_t *pg)
 {
@@ -378,7 +420,7 @@ void heap_free_local_slow(page_t *pg)
 	if (pg->used & USED_UNLISTED) {
 		/* it was full: back on the list, behind the page malloc is serving from */
 		pg->used &= ~USED_UNLISTED;
-		list_push_second(h, pg);
+		list_push_back(h, pg);
 	}
 	if (pg->used == 0 && h->pages[pg->cls] != pg) {
 		refill(pg);
@@ -395,7 +437,7 @@ static void remote_push(page_t *pg, block_t *first, block_t *last)
 	heap_t *h = pg->heap;
 	remote_t *r = page_remote(pg);
 	uintptr_t old = atomic_load_explicit(&r->thread_free, memory_order_relaxed);
-	do last->next = (block_t *)old;
+	do last->next = remote_encode((block_t *)old);
 	while (!atomic_compare_exchange_weak(&r->thread_free, &old, (uintptr_t)first));
 	if (atomic_load(&r->qstate) == Q_WATCH) {
 		uint8_t watch = Q_WATCH;
@@ -436,7 +478,7 @@ size_t heap_pending_blocks(void **out, size_t max)
 {
 	size_t n = 0;
 	if (!pending.pg) return 0;
-	for (block_t *b = pending.first; b && range_has(b) && n < max && n <= pending.n; b = b->next)
+	for (block_t *b = pending.first; b && range_has(b) && n < max && n <= pending.n; b = remote_decode(b->next))
 		out[n++] = b;
 	return n;
 }
@@ -463,7 +505,7 @@ void heap_free_remote(page_t *pg, block_t *b, const char *func)
 	}
 	me->n_free++;
 	if (pending.pg == pg && pending.n < REMOTE_BATCH) {
-		b->next = pending.first;
+		b->next = remote_encode(pending.first);
 		pending.first = b;
 		pending.n++;
 		return;

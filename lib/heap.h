@@ -11,12 +11,15 @@
 #define HEAP_SPARES 4                 /* empty one-page runs a heap keeps instead of giving back */
 typedef struct heap {
 	/* owner only: the fast paths */
+#define DIRECT_MAX 1024                   /* sizes up to this find their page in direct[] */
+	page_t *direct[DIRECT_MAX / 16 + 1]; /* fast[] by (n + 15) / 16: one load less than the class */
 	page_t *fast[NCLASS];           /* what the malloc fast path pops from: pages[] normally, always
 	                                   &page_empty when every call must take the slow path */
 	uint64_t n_malloc;              /* allocations this heap served */
 	uint64_t n_free;                /* frees this thread made */
 	uint64_t n_realloc;             /* realloc calls on this thread */
 	page_t *pages[NCLASS];          /* first page of each class list; &page_empty when none */
+	uint32_t last[NCLASS];          /* last page of each class list (index + 1; 0 when none) */
 	page_t *spare[HEAP_SPARES];     /* empty one-page runs kept for the next class that needs one */
 	int nspare;
 	/* touched by other threads: kept off the owner's cache lines */
@@ -38,7 +41,8 @@ HIDDEN void heap_collect_all(void);
 HIDDEN void heap_count_calls(uint64_t *m, uint64_t *f, uint64_t *r);
 HIDDEN void heap_init_key(void);
 HIDDEN void heap_flush_remote(void);
-HIDDEN size_t heap_pending_blocks(void **out, size_t max);
+HIDDEN size_t heap_pending_blocks(void **out, size_t max);   /* this thread's remote frees not yet handed over */
+HIDDEN block_t *heap_remote_next(const block_t *b);          /* the next block of a remote-free list (links are encoded) */
 HIDDEN void heap_set_asked(page_t *pg, const void *p, size_t n);
 HIDDEN size_t heap_asked(const page_t *pg, const void *p);
 extern HIDDEN __thread heap_t *heap_tls __attribute__((tls_model("initial-exec")));
@@ -55,40 +59,87 @@ static inline uint64_t *live_word(const page_t *pg, uintptr_t off, uint64_t *mas
 static inline uintptr_t page_start(const page_t *pg) { return pg->start; }
 static inline size_t run_bytes(const page_t *pg) { return (size_t)class_pages[pg->cls] << PAGE_SHIFT; }
 
-/* Pop b, the head of pg's free list; validates the link it decodes, so a use-after-free write
- * cannot make malloc hand out memory outside the page. */
-static inline void *page_pop(page_t *pg, block_t *b)
+/* Index of the block at byte off of pg's run when off is a block start, else a number far above
+ * any capacity: multiplying by the inverse of block_size's odd factor divides multiples of it
+ * exactly (and sends the rest high), and the rotate brings any remainder of the power-of-two
+ * factor to the top bits. One test, index < capacity, so checks alignment and range at once. */
+static inline uint64_t block_index(const page_t *pg, uintptr_t off)
 {
-	block_t *next = b->next;
-	uintptr_t off = (uintptr_t)b - pg->start;
-	if (unlikely(next != NULL && (uintptr_t)next - pg->start >= run_bytes(pg)))
-		fatal_msg("malloc", "heap corruption: a free block's link leaves its page (use after free?)");
-	pg->free = next;
+	uint64_t x = (uint64_t)off * pg->inv;
+	unsigned r = pg->rot;
+	return (x >> r) | (x << ((64 - r) & 63));
+}
+
+/* Set (malloc) or clear (free) a live bit in v, saying whether it was set before. */
+static inline bool bit_set_old(uint64_t *v, uint64_t bit)
+{
+#if defined(__x86_64__)
+	bool old;
+	__asm__("btsq %2, %0" : "+r"(*v), "=@ccc"(old) : "r"(bit));
+	return old;
+#else
+	uint64_t m = 1ull << (bit & 63), old = *v & m;
+	*v |= m;
+	return old != 0;
+#endif
+}
+
+static inline bool bit_clear_old(uint64_t *v, uint64_t bit)
+{
+#if defined(__x86_64__)
+	bool old;
+	__asm__("btrq %2, %0" : "+r"(*v), "=@ccc"(old) : "r"(bit));
+	return old;
+#else
+	uint64_t m = 1ull << (bit & 63), old = *v & m;
+	*v &= ~m;
+	return old != 0;
+#endif
+}
+
+/* fatal_corrupt("malloc", b), reached by a jump: not being noreturn keeps the stack frame it
+ * needs off the fast paths. */
+HIDDEN void *heap_corrupt(const void *b) __attribute__((returns_nonnull));
+
+/* Hand out b, the head of pg's free list (off its offset in the run, bit its live bit), after
+ * checking it: a use-after-free or overflow write into a free block's link must never make
+ * malloc return a block that is misaligned, outside the run's carved blocks, or live. b is
+ * checked before its own link is read, so a bad link is never followed either. */
+static inline void *page_take(page_t *pg, block_t *b, uintptr_t off, uint64_t bit)
+{
+	if (unlikely(block_index(pg, off) >= pg->capacity))
+		return heap_corrupt(b);
+	uint64_t *w = &pg->live[bit >> 6];
+	uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
+	if (unlikely(bit_set_old(&v, bit)))
+		return heap_corrupt(b);
+	__atomic_store_n(w, v, __ATOMIC_RELAXED);
+	pg->free = b->next;
 	pg->used++;
-	uint64_t m, *w = live_word(pg, off, &m);
-	__atomic_store_n(w, __atomic_load_n(w, __ATOMIC_RELAXED) | m, __ATOMIC_RELAXED);
 	return b;
 }
 
-/* One-page runs (classes up to 16 KiB): the page is 64 KiB-aligned, its bitmap has one bit per
- * 16 bytes, and a valid link stays inside the block's own 64 KiB page. */
+/* Pop b, the head of pg's free list, in any small run. */
+static inline void *page_pop(page_t *pg, block_t *b)
+{
+	uintptr_t off = (uintptr_t)b - pg->start;
+	return page_take(pg, b, off, off >> pg->shift);
+}
+
+/* One-page runs (classes up to 16 KiB): the bitmap has one bit per 16 bytes. */
 static inline void *heap_malloc_fast(size_t n)
 {
 	heap_t *h = heap_tls;
-	if (likely(n <= ONEPAGE_MAX)) {
-		page_t *pg = h->fast[size_class(n)];
+	page_t *pg;
+	if (likely(n <= DIRECT_MAX)) pg = h->direct[(n + 15) >> 4];
+	else if (n <= ONEPAGE_MAX) pg = h->fast[size_class(n)];
+	else return NULL;
+	{
 		block_t *b = pg->free;
 		if (likely(b != NULL)) {
-			block_t *next = b->next;
-			if (unlikely(((uintptr_t)next ^ (uintptr_t)b) >= PAGE_SIZE && next != NULL))
-				fatal_msg("malloc", "heap corruption: a free block's link leaves its page (use after free?)");
-			pg->free = next;
-			pg->used++;
+			uintptr_t off = (uintptr_t)b - pg->start;
 			h->n_malloc++;
-			size_t bit = ((uintptr_t)b & (PAGE_SIZE - 1)) >> 4;
-			uint64_t *w = &pg->live[bit >> 6];
-			__atomic_store_n(w, __atomic_load_n(w, __ATOMIC_RELAXED) | (1ull << (bit & 63)), __ATOMIC_RELAXED);
-			return b;
+			return page_take(pg, b, off, off >> 4);
 		}
 	}
 	return NULL;
@@ -103,29 +154,47 @@ static inline bool is_small1(const page_t *pg)
 }
 
 HIDDEN void heap_free_local_slow(page_t *pg);
+HIDDEN void heap_invalid(const char *func, const void *p);   /* fatal_pointer, by a jump */
 HIDDEN void heap_free_remote(page_t *pg, block_t *b, const char *func);
 
-/* The free itself, once p is known to start a block of pg whose live bit is m in *w. The owner
+/* pg->used--, saying whether the page is now empty or off its list (USED_UNLISTED). */
+static inline bool used_drop(page_t *pg)
+{
+#if defined(__x86_64__)
+	bool le;
+	__asm__("subl $1, %0" : "+m"(pg->used), "=@ccle"(le));
+	return le;
+#else
+	return (int32_t)--pg->used <= 0;
+#endif
+}
+
+/* The free itself, once p is known to start a block of pg whose live bit is bit. The owner
  * pushes the block straight back on the list malloc pops from: the next malloc of the class
  * reuses it, still in cache. Another thread checks the bit and hands the block to the owner. */
-static inline void heap_free_checked(page_t *pg, void *p, uint64_t *w, uint64_t m, const char *func)
+static inline void heap_free_checked(page_t *pg, void *p, uint64_t bit, const char *func)
 {
 	heap_t *h = heap_tls;
+	uint64_t *w = &pg->live[(bit >> 6) & (LIVE_BITS / 64 - 1)];
 	if (likely(pg->heap == h)) {
 		uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
-		if (unlikely(!(v & m)))
-			fatal_pointer(func, p);
-		__atomic_store_n(w, v & ~m, __ATOMIC_RELAXED);
+		if (unlikely(!bit_clear_old(&v, bit))) {
+			heap_invalid(func, p);
+			return;
+		}
+		__atomic_store_n(w, v, __ATOMIC_RELAXED);
 		block_t *b = p;
 		b->next = pg->free;
 		pg->free = b;
 		h->n_free++;
-		if (unlikely((uint32_t)(--pg->used - 1) >= USED_MASK))     /* now empty, or off the list */
+		if (unlikely(used_drop(pg)))         /* now empty, or off the list (USED_UNLISTED) */
 			heap_free_local_slow(pg);
 		return;
 	}
-	if (unlikely(!(__atomic_load_n(w, __ATOMIC_RELAXED) & m)))
-		fatal_pointer(func, p);
+	if (unlikely(!((__atomic_load_n(w, __ATOMIC_RELAXED) >> (bit & 63)) & 1))) {
+		heap_invalid(func, p);
+		return;
+	}
 	heap_free_remote(pg, p, func);
 }
 
@@ -136,18 +205,18 @@ static inline void heap_free_block(page_t *pg, void *p, const char *func)
 	if (unlikely((off & (ALIGN_MIN - 1)) != 0 ||
 	             (pg->shift != 4 && off % pg->block_size != 0)))
 		fatal_pointer(func, p);
-	uint64_t m, *w = live_word(pg, off, &m);
-	heap_free_checked(pg, p, w, m, func);
+	heap_free_checked(pg, p, off >> pg->shift, func);
 }
 
 /* heap_free_block for a one-page run, with the constants folded in. */
 static inline void heap_free_block1(page_t *pg, void *p)
 {
-	uintptr_t off = (uintptr_t)p & (PAGE_SIZE - 1);
-	if (unlikely((off & (ALIGN_MIN - 1)) != 0))
-		fatal_pointer("free", p);
-	size_t bit = off >> 4;
-	heap_free_checked(pg, p, &pg->live[bit >> 6], 1ull << (bit & 63), "free");
+	if (unlikely(((uintptr_t)p & (ALIGN_MIN - 1)) != 0)) {
+		heap_invalid("free", p);
+		return;
+	}
+	/* bit operations take the bit number mod 64: only the word index needs the page offset */
+	heap_free_checked(pg, p, (uintptr_t)p >> 4, "free");
 }
 
 #endif

@@ -312,7 +312,7 @@ static void mark_remote_frees(void)
 		for (size_t n = 0; tf && n <= pg->capacity; n++) {
 			if (tf - pg->start >= run_bytes(pg)) break;
 			mark_free(tf);
-			tf = (uintptr_t)((block_t *)tf)->next;
+			tf = (uintptr_t)heap_remote_next((const block_t *)tf);
 		}
 	}
 	for (int s = 0; s < atomic_load(&nslots); s++)

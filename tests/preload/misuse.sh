@@ -36,6 +36,29 @@ expect_abort() {   # CASE FUNC
 	echo "ok: $1 aborted: $msg"
 }
 
+expect_corrupt() {   # CASE: malloc must refuse a corrupted free-list link, naming its target
+	run_preloaded "$p" "$1" >"$TMPD/out" 2>"$TMPD/err"
+	rc=$?
+	ptr=$(sed -n 's/^ptr //p' "$TMPD/out" | head -1)
+	msg=$(grep "heap corruption" "$TMPD/err" | head -1)
+	if [ $rc -ne 134 ]; then
+		bad "$1: exit status $rc, expected death by SIGABRT (134); stderr: $(head -3 "$TMPD/err")"
+		return
+	fi
+	case $msg in
+	"libcontig: malloc(): heap corruption at 0x"*) ;;
+	*) bad "$1: stderr lacks 'libcontig: malloc(): heap corruption at 0x…'; it has: $(head -3 "$TMPD/err")"
+	   return ;;
+	esac
+	shown=${msg#"libcontig: malloc(): heap corruption at "}
+	shown=${shown%%[!0-9a-fA-Fx]*}
+	if [ -n "$ptr" ] && [ $((shown)) -ne $((ptr)) ]; then
+		bad "$1: the message names $shown, the link pointed at $ptr"
+		return
+	fi
+	echo "ok: $1 aborted: $msg"
+}
+
 expect_survive() {   # CASE
 	run_preloaded "$p" "$1" >"$TMPD/out" 2>"$TMPD/err"
 	rc=$?
@@ -68,6 +91,10 @@ if [ $rc -eq 134 ] && grep -q "^libcontig: free_sized(): " "$TMPD/err"; then
 else
 	bad "free-sized-wrong: exit status $rc, stderr: $(head -3 "$TMPD/err")"
 fi
+for c in corrupt-live corrupt-interior corrupt-misaligned corrupt-other-page corrupt-outside \
+         corrupt-beyond corrupt-remote; do
+	expect_corrupt $c
+done
 for c in free-null free-foreign-mmap free-static realloc-foreign; do
 	expect_survive $c
 done

@@ -3,6 +3,8 @@
 // Run under LD_PRELOAD.
 #include "testutil.h"
 
+#include <dlfcn.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -189,9 +191,57 @@ static void new_forms()
 	CHECK_IN(up.get(), sizeof *up, "make_unique alignas(4096)");
 }
 
-int main()
+static int handler_calls;
+static void counting_handler()
+{
+	if (++handler_calls == 3)
+		std::set_new_handler(nullptr);   // the next failure throws
+}
+
+// operator new comes from the library itself, and a failure still runs the new_handler loop
+// before it throws bad_alloc (or, for nothrow new, returns nullptr).
+static void new_handler_semantics()
+{
+	Dl_info info;
+	void *(*op)(size_t) = &::operator new;
+	const char *np = std::getenv("CONTIG_TEST_NO_PRELOAD");
+	if (np == nullptr || std::strcmp(np, "1") != 0) {
+		CHECK(dladdr(reinterpret_cast<void *>(op), &info) && info.dli_fname &&
+		      std::strstr(info.dli_fname, "libcontig"),
+		      "operator new is not the library's (it comes from %s)", info.dli_fname);
+	}
+	volatile size_t huge = static_cast<size_t>(-1) / 2;
+	bool threw = false;
+	std::set_new_handler(counting_handler);
+	try {
+		sink = ::operator new(huge);
+	} catch (const std::bad_alloc &) {
+		threw = true;
+	}
+	CHECK(threw && handler_calls == 3, "failed new: bad_alloc %d after %d handler calls, expected 3",
+	      threw, handler_calls);
+	handler_calls = 0;
+	std::set_new_handler(counting_handler);
+	sink = ::operator new(huge, std::align_val_t(64), std::nothrow);
+	CHECK(sink == nullptr && handler_calls == 3, "failed nothrow aligned new: %p after %d handler calls",
+	      const_cast<void *>(sink), handler_calls);
+	std::set_new_handler(nullptr);
+}
+
+int main(int argc, char **argv)
 {
 	tu_init();
+	if (argc > 1 && std::strcmp(argv[1], "delete-wrong-size") == 0) {
+		// sized delete with a size larger than the block: the library must abort
+		void *p = ::operator new(100);
+		volatile size_t n = 100000;
+		std::printf("ptr %p\n", p);
+		std::fflush(stdout);
+		::operator delete(p, n);
+		std::printf("survived delete-wrong-size\n");
+		return 0;
+	}
+	new_handler_semantics();
 	containers();
 	exceptions();
 	new_forms();

@@ -43,6 +43,32 @@ static void *alloc(size_t n)
 	return p;
 }
 
+/* A use-after-free write: the first word of the freed block f (its free-list link) becomes v. */
+static void __attribute__((noinline)) poke(void *volatile f, void *v)
+{
+	memcpy(f, &v, sizeof v);
+}
+
+/* Point the link of a freed 48-byte block at target, then malloc until the library takes the
+ * link: it must abort naming target, never return it. */
+static void corrupt_link(unsigned char *freed, void *target)
+{
+	announce(target);
+	poke(freed, target);
+	for (int i = 0; i < 4; i++) {
+		void *r = malloc(48);
+		printf("malloc returned %p\n", r);
+		fflush(stdout);
+		CHECK(r != target, "malloc handed out the corrupted link's target %p", target);
+	}
+}
+
+static void *remote_free_and_exit(void *p)
+{
+	free_p(p);
+	return NULL;
+}
+
 static void bad_free(void *p)
 {
 	announce(p);
@@ -147,6 +173,40 @@ int main(int argc, char **argv)
 		announce(q);
 		q = realloc_p(q, (size_t)5 << 20);
 		printf("realloc returned %p\n", (void *)q);
+
+	/* Corrupted free-list links: "libcontig: malloc(): heap corruption at 0x…" and SIGABRT. */
+	} else if (strncmp(c, "corrupt-", 8) == 0) {
+		unsigned char *live = alloc(48), *freed = alloc(48), *other = alloc(2000);
+		unsigned char *spare = alloc(48);
+		void *target = NULL;
+		if (strcmp(c, "corrupt-live") == 0) target = live;                 /* onto a live block */
+		else if (strcmp(c, "corrupt-interior") == 0) target = live + 16;   /* into one */
+		else if (strcmp(c, "corrupt-misaligned") == 0) target = spare + 8; /* off any block start */
+		else if (strcmp(c, "corrupt-other-page") == 0) target = other;     /* another page's block */
+		else if (strcmp(c, "corrupt-outside") == 0) target = static_block; /* outside the range */
+		else if (strcmp(c, "corrupt-beyond") == 0)                          /* past the carved blocks */
+			target = (unsigned char *)(((uintptr_t)live | 0xffff) - 63);
+		else if (strcmp(c, "corrupt-remote") == 0) {
+			/* a block freed by another thread, on the run's remote list: its link, onto a
+			 * live block, is met when the owner collects the remote frees */
+			pthread_t t;
+			unsigned char *blk[4096];
+			int n = 0;
+			pthread_create(&t, NULL, remote_free_and_exit, freed);
+			pthread_join(t, NULL);
+			poke(freed, live);     /* no "ptr" line: the message names the decoded link */
+			/* use up the run's local blocks, so malloc has to collect */
+			for (n = 0; n < 4096; n++) {
+				blk[n] = malloc(48);
+				CHECK(blk[n] != live, "malloc handed out the live block %p", (void *)live);
+				if (((uintptr_t)blk[n] ^ (uintptr_t)live) >= 65536) break;
+			}
+			printf("survived corrupt-remote (%d blocks)\n", n);
+			return 0;
+		}
+		free_p(spare);
+		free_p(freed);                 /* freed heads its page's free list */
+		corrupt_link(freed, target);
 
 	/* Cases that must not crash. */
 	} else if (strcmp(c, "free-null") == 0) {

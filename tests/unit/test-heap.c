@@ -95,6 +95,55 @@ START_TEST(thread_exit_then_free_elsewhere)
 }
 END_TEST
 
+/* Threads that hand one freed block in eight to another thread and exit while the others
+ * still free theirs: pages queued by those remote frees and emptied by an exiting thread's last
+ * collection once sent its clean-up round in circles (the exit never finished). */
+#define ET 4
+#define ESLOTS 2000
+static struct { pthread_mutex_t lock; int n; void *blk[4096]; } ebox[ET];
+static void edrain(int t)
+{
+	void *local[4096];
+	pthread_mutex_lock(&ebox[t].lock);
+	int n = ebox[t].n;
+	memcpy(local, ebox[t].blk, (size_t)n * sizeof(void *));
+	ebox[t].n = 0;
+	pthread_mutex_unlock(&ebox[t].lock);
+	for (int i = 0; i < n; i++) alloc_free(local[i]);
+}
+static void *exchange_and_exit(void *arg)
+{
+	int t = (int)(intptr_t)arg;
+	uint64_t r = 0x9e3779b97f4a7c15ull * (uint64_t)(t + 1);
+	static __thread void *slot[ESLOTS];
+	for (long n = 0; n < 300000; n++) {
+		r ^= r << 13; r ^= r >> 7; r ^= r << 17;
+		unsigned i = (unsigned)((r >> 16) % ESLOTS);
+		int to = (int)((r >> 48) % ET);
+		if (slot[i] && (r & 7) == 0 && to != t) {
+			pthread_mutex_lock(&ebox[to].lock);
+			if (ebox[to].n < 4096) { ebox[to].blk[ebox[to].n++] = slot[i]; slot[i] = NULL; }
+			pthread_mutex_unlock(&ebox[to].lock);
+		}
+		alloc_free(slot[i]);
+		slot[i] = alloc_malloc(16 + (size_t)((r >> 24) % 4081));
+		if ((n & 63) == 63) edrain(t);
+	}
+	for (int i = 0; i < ESLOTS; i++) { alloc_free(slot[i]); slot[i] = NULL; }
+	return NULL;
+}
+START_TEST(exit_while_freed_remotely)
+{
+	for (int t = 0; t < ET; t++) pthread_mutex_init(&ebox[t].lock, NULL);
+	for (int round = 0; round < 4; round++) {
+		pthread_t th[ET];
+		for (int t = 0; t < ET; t++) pthread_create(&th[t], NULL, exchange_and_exit, (void *)(intptr_t)t);
+		for (int t = 0; t < ET; t++) pthread_join(th[t], NULL);
+		for (int t = 0; t < ET; t++) edrain(t);
+	}
+}
+END_TEST
+
 START_TEST(large_blocks_and_realloc_in_place)
 {
 	char *p = alloc_malloc(300000);
@@ -131,6 +180,30 @@ END_TEST
 START_TEST(never_handed_out) { alloc_free((void *)(G.base + G.size - 4096)); }
 END_TEST
 
+/* A use-after-free write points a freed block's link at a live block of its page: malloc must
+ * abort rather than hand the live block out a second time. */
+static void *volatile launder;
+START_TEST(corrupt_link_onto_live)
+{
+	void *live = alloc_malloc(80), *freed = alloc_malloc(80);
+	alloc_free(freed);
+	launder = freed;
+	memcpy(launder, &live, sizeof live);
+	for (int i = 0; i < 3; i++) ck_assert_ptr_ne(alloc_malloc(80), live);
+}
+END_TEST
+
+START_TEST(corrupt_link_misaligned)
+{
+	char *live = alloc_malloc(80), *freed = alloc_malloc(80);
+	void *bad = live + 8;
+	alloc_free(freed);
+	launder = freed;
+	memcpy(launder, &bad, sizeof bad);
+	for (int i = 0; i < 3; i++) ck_assert_ptr_ne(alloc_malloc(80), bad);
+}
+END_TEST
+
 static void *free_it(void *p) { alloc_free(p); return NULL; }
 START_TEST(double_free_remote)
 {
@@ -159,6 +232,7 @@ Suite *heap_suite(void)
 	tcase_add_test(t, freed_block_reused);
 	tcase_add_test(t, remote_frees_come_back);
 	tcase_add_test(t, thread_exit_then_free_elsewhere);
+	tcase_add_test(t, exit_while_freed_remotely);
 	tcase_add_test(t, large_blocks_and_realloc_in_place);
 	tcase_add_test(t, aligned);
 	tcase_add_test(t, outside_pointer_ignored);
@@ -169,6 +243,8 @@ Suite *heap_suite(void)
 	tcase_add_test_raise_signal(m, interior_free, SIGABRT);
 	tcase_add_test_raise_signal(m, never_handed_out, SIGABRT);
 	tcase_add_test_raise_signal(m, double_free_remote, SIGABRT);
+	tcase_add_test_raise_signal(m, corrupt_link_onto_live, SIGABRT);
+	tcase_add_test_raise_signal(m, corrupt_link_misaligned, SIGABRT);
 	suite_add_tcase(s, m);
 	return s;
 }
