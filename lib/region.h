@@ -5,6 +5,7 @@
 #define CONTIG_REGION_H
 
 #include "common.h"
+#include "range.h"
 
 /* ---- runs (runs.c) ---- */
 enum { RUN_ZERO = 1 };             /* caller needs the memory zeroed (PK_MMAP: decommitted instead) */
@@ -17,11 +18,10 @@ HIDDEN void region_fork_child(void);
 HIDDEN void region_count_fallback(size_t bytes);
 
 typedef struct region_stats {
-	size_t reserved, mapped, committed, committed_peak, purged, limit, limit_hits;
+	range_stats_t range;            /* the range layer's part: reserved, mapped, collisions, mode */
+	size_t committed, committed_peak, purged, limit;   /* bytes */
+	size_t limit_hits;
 	size_t large_bytes, large_blocks, mmap_bytes, fallback_bytes;
-	size_t collisions;
-	contig_collision_t coll[CONTIG_STATS_COLLISIONS];
-	int mode;
 } region_stats_t;
 HIDDEN void region_get_stats(region_stats_t *rs);
 

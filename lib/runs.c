@@ -324,13 +324,11 @@ out:
 	range_unlock();
 	return ret;
 }
+
 void region_get_stats(region_stats_t *rs)
 {
-	range_stats_t g;
 	range_lock();
-	range_get_stats_locked(&g);
-	rs->reserved = g.reserved;
-	rs->mapped = g.mapped;
+	range_get_stats_locked(&rs->range);
 	rs->committed = R.committed << PAGE_SHIFT;
 	rs->committed_peak = R.committed_peak << PAGE_SHIFT;
 	rs->purged = R.purged << PAGE_SHIFT;
@@ -340,9 +338,6 @@ void region_get_stats(region_stats_t *rs)
 	rs->large_blocks = R.large_blocks;
 	rs->mmap_bytes = R.mmap_bytes;
 	rs->fallback_bytes = R.fallback_bytes;
-	rs->collisions = g.collisions;
-	memcpy(rs->coll, g.coll, sizeof rs->coll);
-	rs->mode = g.mode;
 	range_unlock();
 }
 

@@ -22,10 +22,10 @@ void stats_collect(contig_stats_t *st)
 	st->base = G.cfg.base;
 	st->range_size = G.size;
 	region_get_stats(&rs);
-	st->mode = rs.mode;
-	st->reserved = rs.reserved;
-	st->auto_reserved_all = rs.reserved == G.size;
-	st->mapped = rs.mapped;
+	st->mode = rs.range.mode;
+	st->reserved = rs.range.reserved;
+	st->auto_reserved_all = rs.range.reserved == G.size;
+	st->mapped = rs.range.mapped;
 	st->committed = rs.committed;
 	st->committed_peak = rs.committed_peak;
 	st->resident_peak = maps_peak_rss();
@@ -35,9 +35,9 @@ void stats_collect(contig_stats_t *st)
 	st->fallback_bytes = rs.fallback_bytes;
 	st->limit = rs.limit;
 	st->limit_hits = rs.limit_hits;
-	st->collisions = rs.collisions;
-	memcpy(st->collision, rs.coll, sizeof st->collision);
-	size_t frontier = rs.mapped >> PAGE_SHIFT;
+	st->collisions = rs.range.collisions;
+	memcpy(st->collision, rs.range.coll, sizeof st->collision);
+	size_t frontier = rs.range.mapped >> PAGE_SHIFT;
 	for (size_t i = 0; i < frontier; i++) {
 		const page_t *pg = &G.pages[i];
 		if (pg->kind == PK_SMALL) {
