@@ -1,11 +1,12 @@
 /* api.c - the public contig_* API (contig.h): ownership, the range, statistics, purging, the
- * collision callback, the version. The top of the core: it may call every layer below. */
+ * collision callback, the leak check, the version; and what runs at exit. The top of the core. */
 #include "init.h"
 #include "heap.h"
 #include "range.h"
 #include "region.h"
 #include "stats.h"
 #include "leak.h"
+#include "pagemap.h"
 #include <errno.h>
 #include <string.h>
 
@@ -59,4 +60,16 @@ EXPORT int contig_leak_check(size_t *bytes, size_t *blocks)
 		return -1;
 	}
 	return 0;
+}
+
+/* At exit, after the program's own exit handlers (this is the library's destructor): the page map
+ * dump, the statistics, then the leak check, which under CONTIG_LEAKS=error may end the process. */
+__attribute__((destructor)) static void contig_at_exit(void)
+{
+	if (atomic_load(&G.state) != 2) return;
+	pagemap_exit();
+	if (G.cfg.stats == STATS_OFF && G.cfg.leaks == LEAKS_OFF) return;
+	heap_collect_all();
+	stats_report_exit();
+	if (G.cfg.leaks != LEAKS_OFF) leak_check(1, NULL, NULL);
 }

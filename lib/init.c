@@ -3,7 +3,8 @@
 #include "init.h"
 #include "region.h"
 #include "heap.h"
-#include "pagemap.h"
+#include "beacon.h"
+#include "stack.h"
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
@@ -27,7 +28,7 @@ void contig_init_slow(void)
 	G.base = G.cfg.base;
 	if (region_init() == 0)
 		G.size = G.npages << PAGE_SHIFT;     /* from here on, range_has() can say yes */
-	pagemap_publish();                       /* the beacon for `contig map PID` */
+	beacon_publish();                       /* the beacon for `contig map PID` */
 	heap_init_key();
 	atomic_store_explicit(&G.state, 2, memory_order_release);
 }
@@ -35,5 +36,6 @@ void contig_init_slow(void)
 __attribute__((constructor)) static void contig_constructor(void)
 {
 	contig_ensure_init();
+	stack_init();                            /* allocation stacks, under CONTIG_LEAKS only */
 	pthread_atfork(heap_fork_prepare, heap_fork_parent, heap_fork_child);
 }

@@ -2,7 +2,6 @@
  * programs built without frame pointers unwind too), a lock-free deduplicating table in memory
  * outside the range, and report-time symbolisation (dladdr, then one addr2line child per module). */
 #include "stack.h"
-#include "init.h"
 #include "range.h"
 #include "fmt.h"
 #include "os.h"
@@ -231,10 +230,10 @@ static bool early_ok(void)
 	return true;
 }
 
-/* Costs nothing without CONTIG_LEAKS. operator new's extent is known only from here on. */
-__attribute__((constructor)) static void stack_constructor(void)
+/* From the library's constructor, once initialised: costs nothing without CONTIG_LEAKS.
+ * operator new's extent is known only from here on. */
+void stack_init(void)
 {
-	contig_ensure_init();
 	if (G.cfg.leaks == LEAKS_OFF) return;
 	capturing = 1;                  /* dlsym may allocate: those blocks take no stack */
 	depth_once();

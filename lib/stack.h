@@ -22,6 +22,10 @@
 #define STACK_DEPTH_DEFAULT 16u       /* frames kept per allocation (CONTIG_LEAKS_DEPTH overrides) */
 #define STACK_DEPTH_MAX     64u
 
+/* Called once from the library's constructor after initialisation (init.c): with CONTIG_LEAKS set,
+ * reads CONTIG_LEAKS_DEPTH and finds the C++ runtime's operator new, whose frames are skipped. */
+__attribute__((visibility("hidden"))) void stack_init(void);
+
 /* Capture the caller's stack (skipping the library's own frames), intern it in the deduplicated
  * table and return its id; 0 means no stack could be recorded. Never allocates with malloc;
  * safe to call from the allocation slow path (recursion into malloc is guarded). */

@@ -1,5 +1,5 @@
 /* stats.c - statistics gathered from the page descriptors and the heaps, the exit summary
- * (text or JSON); the leak check runs from here (leak.c). Formats on the stack; never allocates. */
+ * (text or JSON). Formats on the stack; never allocates. */
 #include "stats.h"
 #include "init.h"
 #include "heap.h"
@@ -8,8 +8,6 @@
 #include "fmt.h"
 #include "os.h"
 #include "maps.h"
-#include "pagemap.h"
-#include "leak.h"
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -156,33 +154,24 @@ static void print_json(out_t *o, const contig_stats_t *st)
 	LINE(o, fmt_str(b, "]}"));
 }
 
-/* The reports run from the library's destructor, after the program's own exit handlers. */
-__attribute__((destructor)) static void stats_destructor(void) { stats_report_exit(); }
-
+/* The statistics at exit under CONTIG_STATS (the exit hook is api.c's; the heaps have handed
+ * back their remote frees by then). */
 void stats_report_exit(void)
 {
-	if (atomic_load(&G.state) != 2) return;
-	pagemap_exit();                 /* CONTIG_MAP_FILE: before the leak report, which may _exit */
-	int want_stats = G.cfg.stats, want_leaks = G.cfg.leaks;
-	if (!want_stats && !want_leaks) return;
+	if (!G.cfg.stats) return;
 	out_t o;
 	o.n = 0;
 	o.fd = 2;
-	if (want_stats && G.cfg.stats_file[0]) {
+	if (G.cfg.stats_file[0]) {
 		int fd = os_open_write(G.cfg.stats_file);
 		if (fd >= 0) o.fd = fd;
 	}
-	heap_collect_all();
-	if (want_stats) {
-		contig_stats_t st;
-		stats_collect(&st);
-		if (G.cfg.stats == STATS_JSON) print_json(&o, &st);
-		else print_text(&o, &st);
-		out_flush(&o);
-		if (o.fd != 2) { os_close(o.fd); o.fd = 2; }
-	}
-	if (want_leaks)
-		leak_check(1, NULL, NULL);
+	contig_stats_t st;
+	stats_collect(&st);
+	if (G.cfg.stats == STATS_JSON) print_json(&o, &st);
+	else print_text(&o, &st);
+	out_flush(&o);
+	if (o.fd != 2) os_close(o.fd);
 }
 
 void stats_print_malloc_stats(void)

@@ -694,7 +694,7 @@ DIRTY_BIT = bytes(b & PF_DIRTY for b in range(256))    # flags.translate(): 1 wh
 USED_MASK = 0x7fffffff
 BEACON_MAGIC = b"libcontig-pgmap\0"
 BEACON_VERSION = 1
-BEACON_FMT = "<16s4I7Q2I16H"        # lib/pagemap.h, pagemap_beacon_t
+BEACON_FMT = "<16s4I7Q2I16H"        # lib/beacon.h, pagemap_beacon_t
 BEACON_SIZE = struct.calcsize(BEACON_FMT)
 HEADER_INTS = ("pid", "size", "page_size", "reserved", "committed", "committed_peak", "resident",
                "resident_peak", "live_bytes", "live_blocks", "mmap_bytes", "purged_bytes", "collisions")
