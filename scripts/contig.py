@@ -1000,6 +1000,9 @@ def draw(path, title, pm, segs, base, end, samples, exit_at=None):
     heights = [0.9, 5.2, 2.2] + ([2.2] if have_tl else [])
     gs = fig.add_gridspec(len(heights), 2, height_ratios=heights, width_ratios=[4.2, 1.5],
                           hspace=0.55, wspace=0.05, left=0.11, right=0.985, top=0.92, bottom=0.05)
+    title = " ".join(title.split())          # a command with newlines in it stays on one line
+    if len(title) > 110:
+        title = title[:107] + "..."
     fig.suptitle(title, fontsize=13, fontweight="bold")
     ps = pm.page_size() if pm else GRANULE
     front = pm.frontier() if pm else base
