@@ -182,7 +182,9 @@ static inline void heap_free_checked(page_t *pg, void *p, uint64_t bit, const ch
 		b->next = pg->free;
 		pg->free = b;
 		h->n_free++;
-		if (unlikely(used_drop(pg)))         /* now empty, or off the list (USED_UNLISTED) */
+		/* now empty, or off the list (USED_UNLISTED); an empty page that malloc serves from
+		 * stays as it is (a malloc/free loop empties it on every free) */
+		if (unlikely(used_drop(pg)) && (pg->used != 0 || h->pages[pg->cls] != pg))
 			heap_free_local_slow(pg);
 		return;
 	}
