@@ -580,14 +580,15 @@ void heap_fork_child(void)
 {
 	region_fork_child();
 	heap_t *me = heap_tls;
-	heaps_abandoned = NULL;
 	for (heap_t *h = heaps_all; h; h = h->next_all) {
 		pthread_mutex_init(&h->lock, NULL);
-		if (h != me) {
-			/* Its thread does not exist here: the heap is free for the next thread to adopt. */
+		if (h != me && !atomic_load(&h->abandoned)) {
+			/* Its thread does not exist here, and fork may have caught it in the middle of a
+			 * fast path (a block's live bit set and the block still on its list, a list half
+			 * relinked): the heap is abandoned, so frees into it still drain it, but never
+			 * adopted. Heaps already abandoned (their threads exited) stay on the list:
+			 * heaps_lock, held across fork, kept it whole. */
 			atomic_store(&h->abandoned, 1);
-			h->next_abandoned = heaps_abandoned;
-			heaps_abandoned = h;
 		}
 	}
 	pthread_mutex_init(&heaps_lock, NULL);
