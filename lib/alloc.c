@@ -202,8 +202,7 @@ void alloc_free(void *p)
 {
 	if (unlikely(!range_has(p))) { free_outside(p, "free"); return; }
 	page_t *pg = page_of(p);
-	if (likely(is_small1(pg))) { heap_free_block1(pg, p); return; }
-	if (pg->kind == PK_SMALL) { heap_free_block(pg, p, "free"); return; }
+	if (likely(is_small_head(pg))) { heap_free_block1(pg, p); return; }
 	free_slow(pg, p, "free");
 }
 
@@ -236,13 +235,13 @@ void alloc_free_sized(void *p, size_t n)
 	alloc_free(p);
 }
 
-/* C++ sized delete: the size must fit the block. In one-page runs, the common case, it is one
- * compare with the block size before the ordinary free; the rest go the free_sized way. */
+/* C++ sized delete: the size must fit the block. In a run's head page, the common case, it is
+ * one compare with the block size before the ordinary free; the rest go the free_sized way. */
 void alloc_delete_sized(void *p, size_t n)
 {
 	if (likely(range_has(p))) {
 		page_t *pg = page_of(p);
-		if (likely(is_small1(pg))) {
+		if (likely(is_small_head(pg))) {
 			if (unlikely(n > pg->block_size))
 				fatal_msg("operator delete", "size larger than the block");
 			heap_free_block1(pg, p);

@@ -93,11 +93,12 @@ typedef struct page {
 		};
 	};
 	uint8_t kind;                   /* enum page_kind */
-	uint8_t shift;                  /* log2 of bytes per live-bitmap bit (PK_SMALL; 4 in one-page runs) */
+	uint8_t shift;                  /* log2 of bytes per live-bitmap bit (PK_SMALL): the largest power of two
+	                                   dividing block_size, 4 to 7 */
 	uint8_t cls;                    /* size class (PK_SMALL) */
 	uint8_t flags;                  /* PF_* of this 64 KiB page, kept across reuse */
 	uint8_t rot;                    /* PK_SMALL: trailing zero bits of block_size (block_index) */
-	uint8_t unused1;
+	uint8_t amask;                  /* PK_SMALL: (1 << shift) - 1, the offset bits a block start has clear */
 	uint16_t capacity;              /* PK_SMALL: blocks carved into the free lists so far */
 	uint32_t next, prev;            /* page index + 1 (0 = none): heap class list, free bin, delayed stack */
 } page_t;

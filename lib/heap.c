@@ -360,9 +360,15 @@ static page_t *new_page(heap_t *h, unsigned cls)
 	pg->inv = inv;
 	atomic_store_explicit(&page_remote(pg)->thread_free, 0, memory_order_relaxed);
 	atomic_store_explicit(&page_remote(pg)->qstate, Q_QUIET, memory_order_relaxed);
-	unsigned shift = 4;
-	while ((((size_t)class_pages[cls] << PAGE_SHIFT) >> shift) > LIVE_BITS) shift++;
+	/* One live bit per 2^shift bytes, the largest power of two dividing the block size, at
+	 * least 16 and at most 128: every block start has a bit of its own, and the bitmap of a
+	 * class of large blocks is short (a 512-byte class uses one cache line of it, not eight),
+	 * so it stays in cache. Classes in multi-page runs are multiples of 4 KiB: 128 bytes a bit,
+	 * at most LIVE_BITS bits in 8 pages. */
+	unsigned shift = pg->rot < 4 ? 4 : pg->rot > 7 ? 7 : pg->rot;
+	CONTIG_ASSERT((((size_t)class_pages[cls] << PAGE_SHIFT) >> shift) <= LIVE_BITS);
 	pg->shift = (uint8_t)shift;
+	pg->amask = (uint8_t)((1u << shift) - 1);
 	list_push_front(h, pg);
 	if (G.slow_only && !asked_table(pg, true)) {
 		list_remove(h, pg);
@@ -574,14 +580,15 @@ void heap_fork_child(void)
 {
 	region_fork_child();
 	heap_t *me = heap_tls;
-	heaps_abandoned = NULL;
 	for (heap_t *h = heaps_all; h; h = h->next_all) {
 		pthread_mutex_init(&h->lock, NULL);
-		if (h != me) {
-			/* Its thread does not exist here: the heap is free for the next thread to adopt. */
+		if (h != me && !atomic_load(&h->abandoned)) {
+			/* Its thread does not exist here, and fork may have caught it in the middle of a
+			 * fast path (a block's live bit set and the block still on its list, a list half
+			 * relinked): the heap is abandoned, so frees into it still drain it, but never
+			 * adopted. Heaps already abandoned (their threads exited) stay on the list:
+			 * heaps_lock, held across fork, kept it whole. */
 			atomic_store(&h->abandoned, 1);
-			h->next_abandoned = heaps_abandoned;
-			heaps_abandoned = h;
 		}
 	}
 	pthread_mutex_init(&heaps_lock, NULL);

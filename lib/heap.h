@@ -126,7 +126,7 @@ static inline void *page_pop(page_t *pg, block_t *b)
 	return page_take(pg, b, off, off >> pg->shift);
 }
 
-/* One-page runs (classes up to 16 KiB): the bitmap has one bit per 16 bytes. */
+/* One-page runs (classes up to 16 KiB). */
 static inline void *heap_malloc_fast(size_t n)
 {
 	heap_t *h = heap_tls;
@@ -139,19 +139,14 @@ static inline void *heap_malloc_fast(size_t n)
 		if (likely(b != NULL)) {
 			uintptr_t off = (uintptr_t)b - pg->start;
 			h->n_malloc++;
-			return page_take(pg, b, off, off >> 4);
+			return page_take(pg, b, off, off >> pg->shift);
 		}
 	}
 	return NULL;
 }
 
-/* kind and shift together: a one-page small run */
-static inline bool is_small1(const page_t *pg)
-{
-	uint16_t ks;
-	__builtin_memcpy(&ks, &pg->kind, 2);
-	return ks == (uint16_t)(PK_SMALL | (4u << 8));
-}
+/* The head page of a small run: a pointer into it has its offset in the run in its low bits. */
+static inline bool is_small_head(const page_t *pg) { return pg->kind == PK_SMALL; }
 
 HIDDEN void heap_free_local_slow(page_t *pg);
 HIDDEN void heap_invalid(const char *func, const void *p);   /* fatal_pointer, by a jump */
@@ -175,7 +170,7 @@ static inline bool used_drop(page_t *pg)
 static inline void heap_free_checked(page_t *pg, void *p, uint64_t bit, const char *func)
 {
 	heap_t *h = heap_tls;
-	uint64_t *w = &pg->live[(bit >> 6) & (LIVE_BITS / 64 - 1)];
+	uint64_t *w = &pg->live[bit >> 6];
 	if (likely(pg->heap == h)) {
 		uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
 		if (unlikely(!bit_clear_old(&v, bit))) {
@@ -187,7 +182,9 @@ static inline void heap_free_checked(page_t *pg, void *p, uint64_t bit, const ch
 		b->next = pg->free;
 		pg->free = b;
 		h->n_free++;
-		if (unlikely(used_drop(pg)))         /* now empty, or off the list (USED_UNLISTED) */
+		/* now empty, or off the list (USED_UNLISTED); an empty page that malloc serves from
+		 * stays as it is (a malloc/free loop empties it on every free) */
+		if (unlikely(used_drop(pg)) && (pg->used != 0 || h->pages[pg->cls] != pg))
 			heap_free_local_slow(pg);
 		return;
 	}
@@ -198,25 +195,27 @@ static inline void heap_free_checked(page_t *pg, void *p, uint64_t bit, const ch
 	heap_free_remote(pg, p, func);
 }
 
-/* Free of a block in a PK_SMALL run (pg is the run's head). */
+/* Free of a block in a PK_SMALL run (pg is the run's head; p in any of its pages). */
 static inline void heap_free_block(page_t *pg, void *p, const char *func)
 {
 	uintptr_t off = (uintptr_t)p - pg->start;
-	if (unlikely((off & (ALIGN_MIN - 1)) != 0 ||
-	             (pg->shift != 4 && off % pg->block_size != 0)))
+	if (unlikely((off & pg->amask) != 0))
 		fatal_pointer(func, p);
 	heap_free_checked(pg, p, off >> pg->shift, func);
 }
 
-/* heap_free_block for a one-page run, with the constants folded in. */
+/* heap_free_block for p in the head page of its run (the run starts at that page, so the offset
+ * is the low bits of p). An offset with amask bits set is no block start; one that is a multiple
+ * of the granule but not of the block size finds a bit that is never set (only block starts'
+ * bits are): both are invalid frees. */
 static inline void heap_free_block1(page_t *pg, void *p)
 {
-	if (unlikely(((uintptr_t)p & (ALIGN_MIN - 1)) != 0)) {
+	uintptr_t off = (uintptr_t)p & (PAGE_SIZE - 1);
+	if (unlikely(((uint8_t)(uintptr_t)p & pg->amask) != 0)) {   /* amask < 256: one byte test */
 		heap_invalid("free", p);
 		return;
 	}
-	/* bit operations take the bit number mod 64: only the word index needs the page offset */
-	heap_free_checked(pg, p, (uintptr_t)p >> 4, "free");
+	heap_free_checked(pg, p, off >> pg->shift, "free");
 }
 
 #endif

@@ -177,6 +177,26 @@ START_TEST(double_free_large) { void *p = alloc_malloc(1 << 20); alloc_free(p); 
 END_TEST
 START_TEST(interior_free) { char *p = alloc_malloc(64); alloc_free(p + 16); }
 END_TEST
+/* Interior pointers where a live bit covers more than 16 bytes (one bit per largest power of
+ * two dividing the block size): off the bit's granule, on a granule that starts no block, in a
+ * later page of a multi-page run. Each must abort, never free the block around it. */
+static const struct { size_t n, at; } interior[] = {
+	{ 500, 16 },            /* 512-byte class: 128-byte granules */
+	{ 500, 128 },
+	{ 600, 128 },           /* 640 = 5 * 128: the second granule of a block */
+	{ 600, 256 + 48 },
+	{ 1000, 512 },          /* 1024-byte class */
+	{ 20000, 16 },          /* 20 KiB class, 2-page runs: 4 KiB granules */
+	{ 20000, 4096 },
+	{ 20000, 65536 },
+};
+START_TEST(interior_free_granule)
+{
+	char *p = alloc_malloc(interior[_i].n);
+	memset(p, 1, interior[_i].n);
+	alloc_free(p + interior[_i].at);
+}
+END_TEST
 START_TEST(never_handed_out) { alloc_free((void *)(G.base + G.size - 4096)); }
 END_TEST
 
@@ -241,6 +261,7 @@ Suite *heap_suite(void)
 	tcase_add_test_raise_signal(m, double_free_small, SIGABRT);
 	tcase_add_test_raise_signal(m, double_free_large, SIGABRT);
 	tcase_add_test_raise_signal(m, interior_free, SIGABRT);
+	tcase_add_loop_test_raise_signal(m, interior_free_granule, SIGABRT, 0, (int)(sizeof interior / sizeof interior[0]));
 	tcase_add_test_raise_signal(m, never_handed_out, SIGABRT);
 	tcase_add_test_raise_signal(m, double_free_remote, SIGABRT);
 	tcase_add_test_raise_signal(m, corrupt_link_onto_live, SIGABRT);
