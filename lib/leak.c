@@ -312,11 +312,19 @@ static void scan_block_at(uintptr_t a)
 	scan_region(b.start, b.start + n);
 }
 
+/* The first lines of the block popped next start coming in while this one is scanned: blocks are
+ * popped in no address order, and the hardware's streams stop at each 4 KiB page, so without this
+ * every block would start with a wait for memory (measured: the 1 GiB case's scan a third faster). */
+#define PREFETCH_LINES 8
+
 static void drain(void)
 {
 	size_t k = 0;
 	while (msp > 0 && !timed_out) {
-		scan_block_at(mstack[--msp]);
+		uintptr_t a = mstack[--msp];
+		if (msp > 0)
+			for (int l = 0; l < PREFETCH_LINES; l++) __builtin_prefetch((const char *)mstack[msp - 1] + 64 * l);
+		scan_block_at(a);
 		if ((++k & 4095) == 0) check_time();
 	}
 }
