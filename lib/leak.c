@@ -94,10 +94,23 @@ static pmap_t *pmap;
 static size_t pmap_cap;                 /* pages pmap (and marks) have room for */
 static uint64_t *reach, *ind;           /* one bit per mark number */
 static uint64_t nmarks;
-/* floor(off / class_size) as (off * magic) >> 40: exact for every off below 2^19 (a small run is at
- * most 512 KiB), checked for every class and offset when this was written. Class 0's magic is 0, so
- * a large block's whole run is block 0 of it. No division, and no need of the descriptor. */
+/* floor(off / class_size) as (off * magic) >> 40 with magic = 2^40 / size + 1: exact for every off
+ * below 2^19 (a small run is at most 512 KiB), as the error off * (magic * size - 2^40) stays below
+ * 2^38; checked for every class and offset when this was written, and at every block boundary of
+ * every run by debug builds (magic_exact). Class 0's magic is 0, so a large block's whole run is
+ * block 0 of it. No division, and no need of the descriptor. */
 static uint64_t cls_magic[NCLASS];
+
+/* The multiply is monotonic in off, so it is exact everywhere once exact on both sides of every
+ * block boundary of the run. */
+static bool magic_exact(unsigned c)
+{
+	uint64_t d = class_size[c], run = (uint64_t)class_pages[c] << PAGE_SHIFT;
+	for (uint64_t k = 1; k * d <= run; k++)
+		if (((k * d * cls_magic[c]) >> MAGIC_SHIFT) != k || (((k * d - 1) * cls_magic[c]) >> MAGIC_SHIFT) != k - 1)
+			return false;
+	return true;
+}
 
 /* How many blocks a page's worth of map can number at most: a 16-byte class fills 64 KiB. */
 #define MARKS_PER_PAGE (PAGE_SIZE / ALIGN_MIN)
@@ -172,7 +185,8 @@ static void blk_fill(const pmap_t *e, size_t k, blk_t *b)
 
 static bool blk_live(const blk_t *b)
 {
-	return !b->t || bit_get(b->head->live, b->bit);
+	/* atomic: a thread that did not answer the stop signal may be freeing in this run */
+	return !b->t || ((__atomic_load_n(&b->head->live[b->bit >> 6], __ATOMIC_RELAXED) >> (b->bit & 63)) & 1);
 }
 
 static bool find_block(uintptr_t v, blk_t *b)
@@ -891,7 +905,10 @@ static int map_reserve(void)
 	pmap_t *m = meta_alloc(want * sizeof *m);
 	uint64_t *r = meta_alloc(mwords * sizeof *r), *i = meta_alloc(mwords * sizeof *i);
 	if (!m || !r || !i) return -1;
-	for (unsigned c = 1; c < NCLASS; c++) cls_magic[c] = (((uint64_t)1 << MAGIC_SHIFT) / class_size[c]) + 1;
+	for (unsigned c = 1; c < NCLASS; c++) {
+		cls_magic[c] = (((uint64_t)1 << MAGIC_SHIFT) / class_size[c]) + 1;
+		CONTIG_ASSERT(magic_exact(c));
+	}
 	pmap = m;
 	reach = r;
 	ind = i;
