@@ -79,9 +79,10 @@ static int timed_out;
  * page belongs to and the mark number of its first block. Blocks are numbered densely (the carved
  * blocks of each tracked small run, one number per large block), so the reach and indirect marks
  * are two bitmaps of one bit per block: 32 KiB each for a 1 GiB heap of 4 KiB blocks, where marks
- * kept beside each run's records cost a cache line and a TLB entry per block. Most words of a
- * pointer-dense heap point into blocks reached already: with the map and the reach bitmap both
- * in cache, such a word costs two loads and no look at the page descriptors. */
+ * kept in each run's records, indexed like its live bitmap, cost a cache line per two such blocks
+ * and a TLB entry per run. Most words of a pointer-dense heap point into blocks reached already:
+ * with the map and the reach bitmap both in cache, such a word costs two loads and no look at the
+ * page descriptors. */
 typedef struct pmap {
 	uint64_t mark;                      /* mark number of the run's first block */
 	uint32_t head;                      /* page index of the run's head */
@@ -337,7 +338,7 @@ static void drain(void)
 	while (msp > 0 && !timed_out) {
 		uintptr_t a = mstack[--msp];
 		if (msp > 0)
-			for (int l = 0; l < PREFETCH_LINES; l++) __builtin_prefetch((const char *)mstack[msp - 1] + 64 * l);
+			for (size_t l = 0; l < PREFETCH_LINES; l++) __builtin_prefetch((const char *)mstack[msp - 1] + 64 * l);
 		scan_block_at(a);
 		if ((++k & 4095) == 0) check_time();
 	}
