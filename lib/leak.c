@@ -20,10 +20,6 @@
 #include "maps.h"
 #include "fmt.h"
 #include "os.h"
-#include "leak.h"
-#include "stack.h"
-#include "heap.h"
-#include "maps.h"
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -78,53 +74,133 @@ static uintptr_t scan_end;              /* G.base + frontier bytes: nothing live
 static uint64_t t_start;
 static int timed_out;
 
+/* ---- the scan map: where a word points, from one entry and a multiply ---- */
+/* Built once the other threads are stopped, one entry per 64 KiB page below scan_end: the run the
+ * page belongs to and the mark number of its first block. Blocks are numbered densely (the carved
+ * blocks of each tracked small run, one number per large block), so the reach and indirect marks
+ * are two bitmaps of one bit per block: 32 KiB each for a 1 GiB heap of 4 KiB blocks, where marks
+ * kept in each run's records, indexed like its live bitmap, cost a cache line per two such blocks
+ * and a TLB entry per run. Most words of a pointer-dense heap point into blocks reached already:
+ * with the map and the reach bitmap both in cache, such a word costs two loads and no look at the
+ * page descriptors. */
+typedef struct pmap {
+	uint64_t mark;                      /* mark number of the run's first block */
+	uint32_t head;                      /* page index of the run's head */
+	uint16_t nblk;                      /* blocks that may be live (the carved ones); 0: nothing tracked */
+	uint8_t cls;                        /* size class of a small run; 0 for a large block */
+} pmap_t;
+
+#define MAGIC_SHIFT 40
+static pmap_t *pmap;
+static size_t pmap_cap;                 /* pages pmap (and marks) have room for */
+static uint64_t *reach, *ind;           /* one bit per mark number */
+static uint64_t nmarks;
+/* floor(off / class_size) as (off * magic) >> 40 with magic = 2^40 / size + 1: exact for every off
+ * below 2^19 (a small run is at most 512 KiB), as the error off * (magic * size - 2^40) stays below
+ * 2^38; checked for every class and offset when this was written, and at every block boundary of
+ * every run by debug builds (magic_exact). Class 0's magic is 0, so a large block's whole run is
+ * block 0 of it. No division, and no need of the descriptor. */
+static uint64_t cls_magic[NCLASS];
+
+/* The multiply is monotonic in off, so it is exact everywhere once exact on both sides of every
+ * block boundary of the run. */
+static bool magic_exact(unsigned c)
+{
+	uint64_t d = class_size[c], run = (uint64_t)class_pages[c] << PAGE_SHIFT;
+	for (uint64_t k = 1; k * d <= run; k++)
+		if (((k * d * cls_magic[c]) >> MAGIC_SHIFT) != k || (((k * d - 1) * cls_magic[c]) >> MAGIC_SHIFT) != k - 1)
+			return false;
+	return true;
+}
+
+/* How many blocks a page's worth of map can number at most: a 16-byte class fills 64 KiB. */
+#define MARKS_PER_PAGE (PAGE_SIZE / ALIGN_MIN)
+
+static void build_map(void)
+{
+	leak_dir_t *d = leak_dir();
+	size_t n = (scan_end - G.base) >> PAGE_SHIFT;
+	uint64_t next = 0;
+	for (size_t i = 0; i < n; i++) {
+		const page_t *pg = &G.pages[i];
+		size_t np = 0;
+		pmap_t e = { 0, 0, 0, 0 };
+		if (pg->kind == PK_SMALL && atomic_load_explicit(&d[i].small, memory_order_relaxed)) {
+			np = class_pages[pg->cls];
+			e = (pmap_t){ next, (uint32_t)i, pg->capacity, pg->cls };
+		} else if (pg->kind == PK_LARGE) {
+			np = pg->npages;
+			e = (pmap_t){ next, (uint32_t)i, 1, 0 };
+		}
+		if (!np) {
+			pmap[i] = e;
+			continue;
+		}
+		for (size_t j = 0; j < np && i + j < n; j++) pmap[i + j] = e;
+		next += e.nblk;
+		i += np - 1;
+	}
+	nmarks = next;
+}
+
+static inline bool bit_get(const uint64_t *m, uint64_t k) { return (m[k >> 6] >> (k & 63)) & 1; }
+static inline void bit_put(uint64_t *m, uint64_t k) { m[k >> 6] |= 1ull << (k & 63); }
+
+/* The index in its run of the tracked block v falls in, or -1; v must be below scan_end. */
+static inline int64_t map_block(uintptr_t v, const pmap_t **ep)
+{
+	const pmap_t *e = &pmap[(v - G.base) >> PAGE_SHIFT];
+	uint64_t k = ((uint64_t)(v - page_addr(e->head)) * cls_magic[e->cls]) >> MAGIC_SHIFT;
+	*ep = e;
+	return k < e->nblk ? (int64_t)k : -1;
+}
+
 /* ---- finding the live block an address points into ---- */
-typedef struct blk { uintptr_t start; size_t len; page_t *head; leak_small_t *t; size_t bit; } blk_t;
+typedef struct blk {
+	uintptr_t start;
+	size_t len;
+	page_t *head;
+	leak_small_t *t;                    /* small blocks: the run's records (the stack ids), else NULL */
+	size_t bit;                         /* small blocks: the live-bitmap bit */
+	uint64_t mk;                        /* mark number */
+} blk_t;
+
+/* Block k of e's run, without looking at its live bit. */
+static void blk_fill(const pmap_t *e, size_t k, blk_t *b)
+{
+	page_t *pg = &G.pages[e->head];
+	b->head = pg;
+	b->mk = e->mark + k;
+	if (e->cls) {
+		b->len = pg->block_size;
+		b->start = pg->start + k * pg->block_size;
+		b->bit = (b->start - pg->start) >> pg->shift;
+		b->t = atomic_load_explicit(&leak_dir()[e->head].small, memory_order_relaxed);
+	} else {
+		b->len = (size_t)pg->npages << PAGE_SHIFT;
+		b->start = page_addr(e->head);
+		b->bit = 0;
+		b->t = NULL;
+	}
+}
+
+static bool blk_live(const blk_t *b)
+{
+	/* atomic: a thread that did not answer the stop signal may be freeing in this run */
+	return !b->t || ((__atomic_load_n(&b->head->live[b->bit >> 6], __ATOMIC_RELAXED) >> (b->bit & 63)) & 1);
+}
 
 static bool find_block(uintptr_t v, blk_t *b)
 {
+	const pmap_t *e;
 	if (v - G.base >= scan_end - G.base) return false;
-	page_t *pg = leak_head_of(page_of((void *)v));
-	leak_dir_t *d = leak_dir();
-	size_t hi = page_idx(pg);
-	if (pg->kind == PK_SMALL) {
-		leak_small_t *t = atomic_load_explicit(&d[hi].small, memory_order_relaxed);
-		if (!t) return false;                        /* never recorded: not tracked */
-		uintptr_t off = v - pg->start;
-		if (off >= run_bytes(pg)) return false;
-		size_t k = (uint32_t)off / pg->block_size;      /* off < 512 KiB: a 32-bit division */
-		if (k >= pg->capacity) return false;
-		uintptr_t s = pg->start + k * pg->block_size;
-		size_t bit = (s - pg->start) >> pg->shift;
-		if (!(__atomic_load_n(&pg->live[bit >> 6], __ATOMIC_RELAXED) & (1ull << (bit & 63)))) return false;
-		b->start = s;
-		b->head = pg;
-		b->t = t;
-		b->bit = bit;
-		b->len = pg->block_size;
-		return true;
-	}
-	if (pg->kind == PK_LARGE) {
-		b->start = page_addr(hi);
-		b->head = pg;
-		b->t = NULL;
-		b->bit = 0;
-		b->len = (size_t)pg->npages << PAGE_SHIFT;
-		return true;
-	}
-	return false;
+	int64_t k = map_block(v, &e);
+	if (k < 0) return false;
+	blk_fill(e, (size_t)k, b);
+	return blk_live(b);
 }
 
-static inline uint8_t *large_state(const blk_t *b)
-{
-	return &leak_dir()[page_idx(b->head)].large_state;
-}
-
-static inline bool blk_reached(const blk_t *b)
-{
-	if (b->t) return (b->t->reach[b->bit >> 6] >> (b->bit & 63)) & 1;
-	return *large_state(b) & L_REACH;
-}
+static inline bool blk_reached(const blk_t *b) { return bit_get(reach, b->mk); }
 
 /* The bytes of b the caller asked for, rounded down to whole words: what is scanned and counted. */
 static size_t blk_asked(const blk_t *b)
@@ -138,7 +214,7 @@ static size_t blk_asked(const blk_t *b)
  * data segment is scanned like any loaded object's, and must not keep blocks alive. */
 typedef struct scratch {
 	sigjmp_buf jb;                  /* where a fault while scanning resumes */
-	uintptr_t self;                 /* SCAN_INDIRECT: the leaked block being scanned */
+	uint64_t self_mk;               /* SCAN_INDIRECT: mark number of the leaked block being scanned */
 	struct sigaction old_segv, old_bus; /* the handlers the guard replaced */
 } scratch_t;
 static scratch_t *SX;
@@ -179,27 +255,45 @@ static void push(uintptr_t a)
 	else moverflow = 1;                 /* marked but not queued: found again by a rescan */
 }
 
-static inline void see_word(uintptr_t v)
+/* A word seen while marking: the block it points into, unless reached already, is reached and
+ * queued. The reach bit is tested before the live bit: almost every hit in a pointer-dense heap is
+ * a block reached before, and that test needs neither the descriptor nor the live bitmap. */
+static inline void see_word_mark(uintptr_t v)
 {
+	const pmap_t *e;
+	int64_t k = map_block(v, &e);
+	if (k < 0 || bit_get(reach, e->mark + (uint64_t)k)) return;
 	blk_t b;
-	if (v - G.base >= scan_end - G.base || !find_block(v, &b)) return;
-	if (scan_mode == SCAN_MARK) {
-		if (blk_reached(&b)) return;
-		if (b.t) b.t->reach[b.bit >> 6] |= 1ull << (b.bit & 63);
-		else *large_state(&b) |= L_REACH;
-		push(b.start);
-	} else {
-		if (blk_reached(&b) || b.start == SX->self) return;
-		if (b.t) b.t->ind[b.bit >> 6] |= 1ull << (b.bit & 63);
-		else *large_state(&b) |= L_IND;
-	}
+	blk_fill(e, (size_t)k, &b);
+	if (!blk_live(&b)) return;
+	bit_put(reach, b.mk);
+	push(b.start);
+}
+
+/* A word seen in a leaked block (mark number SX->self_mk): another unreached block it points into
+ * is pointed to by a leak, so indirect. */
+static inline void see_word_indirect(uintptr_t v)
+{
+	const pmap_t *e;
+	int64_t k = map_block(v, &e);
+	if (k < 0) return;
+	uint64_t mk = e->mark + (uint64_t)k;
+	if (bit_get(reach, mk) || mk == SX->self_mk || bit_get(ind, mk)) return;
+	blk_t b;
+	blk_fill(e, (size_t)k, &b);
+	if (blk_live(&b)) bit_put(ind, mk);
 }
 
 static void scan_words(uintptr_t lo, uintptr_t hi)
 {
-	for (const uintptr_t *w = (const uintptr_t *)lo; (uintptr_t)w < hi; w++) {
-		uintptr_t v = *w;
-		if (v - G.base < scan_end - G.base) see_word(v);
+	const uintptr_t base = G.base, span = scan_end - G.base;
+	const uintptr_t *w = (const uintptr_t *)lo, *end = (const uintptr_t *)hi;
+	if (scan_mode == SCAN_MARK) {
+		for (; w < end; w++)
+			if (*w - base < span) see_word_mark(*w);
+	} else {
+		for (; w < end; w++)
+			if (*w - base < span) see_word_indirect(*w);
 	}
 }
 
@@ -233,11 +327,19 @@ static void scan_block_at(uintptr_t a)
 	scan_region(b.start, b.start + n);
 }
 
+/* The first lines of the block popped next start coming in while this one is scanned: blocks are
+ * popped in no address order, and the hardware's streams stop at each 4 KiB page, so without this
+ * every block would start with a wait for memory (measured: the 1 GiB case's scan a third faster). */
+#define PREFETCH_LINES 8
+
 static void drain(void)
 {
 	size_t k = 0;
 	while (msp > 0 && !timed_out) {
-		scan_block_at(mstack[--msp]);
+		uintptr_t a = mstack[--msp];
+		if (msp > 0)
+			for (size_t l = 0; l < PREFETCH_LINES; l++) __builtin_prefetch((const char *)mstack[msp - 1] + 64 * l);
+		scan_block_at(a);
 		if ((++k & 4095) == 0) check_time();
 	}
 }
@@ -247,51 +349,38 @@ typedef void (*blk_fn)(const blk_t *b);
 
 static void for_each_block(blk_fn fn)
 {
-	leak_dir_t *d = leak_dir();
 	size_t frontier = (scan_end - G.base) >> PAGE_SHIFT;
 	for (size_t i = 0; i < frontier && !timed_out; i++) {
-		page_t *pg = &G.pages[i];
+		const pmap_t *e = &pmap[i];
+		if (e->head != i || !e->nblk) continue;    /* a later page of a run, or nothing tracked */
 		blk_t b;
-		if (pg->kind == PK_SMALL) {
-			leak_small_t *t = atomic_load_explicit(&d[i].small, memory_order_relaxed);
-			if (!t) continue;
-			size_t bits = run_bytes(pg) >> pg->shift;
-			for (size_t w = 0; w < (bits + 63) / 64; w++) {
-				uint64_t v = __atomic_load_n(&pg->live[w], __ATOMIC_RELAXED);
-				while (v) {
-					size_t bit = w * 64 + (size_t)__builtin_ctzll(v);
-					v &= v - 1;
-					b.start = pg->start + (bit << pg->shift);
-					b.head = pg;
-					b.t = t;
-					b.bit = bit;
-					b.len = pg->block_size;
-					fn(&b);
-				}
-			}
-		} else if (pg->kind == PK_LARGE) {
-			b.start = page_addr(i);
-			b.head = pg;
-			b.t = NULL;
-			b.bit = 0;
-			b.len = (size_t)pg->npages << PAGE_SHIFT;
+		if (!e->cls) {
+			blk_fill(e, 0, &b);
 			fn(&b);
+			continue;
+		}
+		const page_t *pg = &G.pages[i];
+		size_t bits = run_bytes(pg) >> pg->shift;
+		for (size_t w = 0; w < (bits + 63) / 64; w++) {
+			uint64_t v = __atomic_load_n(&pg->live[w], __ATOMIC_RELAXED);
+			while (v) {
+				size_t bit = w * 64 + (size_t)__builtin_ctzll(v);
+				v &= v - 1;
+				/* a live bit is at a block start: the engine's exact index, no division */
+				uint64_t k = block_index(pg, bit << pg->shift);
+				if (k >= e->nblk) continue;
+				blk_fill(e, (size_t)k, &b);
+				fn(&b);
+			}
 		}
 	}
 }
 
 static void clear_marks(void)
 {
-	leak_dir_t *d = leak_dir();
-	size_t frontier = (scan_end - G.base) >> PAGE_SHIFT;
-	for (size_t i = 0; i < frontier; i++) {
-		leak_small_t *t = atomic_load_explicit(&d[i].small, memory_order_relaxed);
-		if (G.pages[i].kind == PK_SMALL && t) {
-			memset(t->reach, 0, sizeof t->reach);
-			memset(t->ind, 0, sizeof t->ind);
-		} else if (G.pages[i].kind == PK_LARGE)
-			d[i].large_state = 0;
-	}
+	size_t words = (size_t)(nmarks + 63) / 64;
+	memset(reach, 0, words * sizeof *reach);
+	memset(ind, 0, words * sizeof *ind);
 }
 
 /* A block that is free but still has its live bit (a remote free its owner has not collected):
@@ -299,7 +388,7 @@ static void clear_marks(void)
 static void mark_free(uintptr_t a)
 {
 	blk_t b;
-	if (find_block(a, &b) && b.t && b.start == a) b.t->reach[b.bit >> 6] |= 1ull << (b.bit & 63);
+	if (find_block(a, &b) && b.t && b.start == a) bit_put(reach, b.mk);
 }
 
 static void mark_remote_frees(void)
@@ -541,7 +630,7 @@ static void indirect_cb(const blk_t *b)
 	if (blk_reached(b)) return;
 	size_t n = blk_asked(b);
 	if (n > b->len) n = b->len;
-	SX->self = b->start;
+	SX->self_mk = b->mk;
 	scan_region(b->start, b->start + n);
 }
 
@@ -573,9 +662,9 @@ static void group_add(uint32_t stack, int indirect, size_t bytes)
 static void collect_cb(const blk_t *b)
 {
 	if (blk_reached(b)) return;
-	int ind = b->t ? (int)((b->t->ind[b->bit >> 6] >> (b->bit & 63)) & 1) : (*large_state(b) & L_IND) != 0;
+	int indirect = bit_get(ind, b->mk);
 	uint32_t stack = b->t ? b->t->stack[b->bit] : leak_dir()[page_idx(b->head)].large_stack;
-	group_add(stack, ind, blk_asked(b));
+	group_add(stack, indirect, blk_asked(b));
 }
 
 /* ---- suppressions ---- */
@@ -802,13 +891,39 @@ static void report(size_t *bytes, size_t *blocks)
 }
 
 /* ---- the check ---- */
+/* Room for the scan map and the marks of every page below the frontier, and some more (it may
+ * grow before the threads stop). Kept for the next check; a larger heap takes a larger one, the
+ * old one is lost (metadata is never freed), so the sizes grow by half at least. The marks are
+ * sized for the worst case (16-byte blocks) but only the pages the numbering uses get touched. */
+static int map_reserve(void)
+{
+	size_t want = range_frontier();
+	if (want <= pmap_cap) return 0;
+	want += want / 2 + 64;
+	if (want < pmap_cap + pmap_cap / 2) want = pmap_cap + pmap_cap / 2;
+	if (want > G.npages) want = G.npages;
+	size_t mwords = want * (MARKS_PER_PAGE / 64);
+	pmap_t *m = meta_alloc(want * sizeof *m);
+	uint64_t *r = meta_alloc(mwords * sizeof *r), *i = meta_alloc(mwords * sizeof *i);
+	if (!m || !r || !i) return -1;
+	for (unsigned c = 1; c < NCLASS; c++) {
+		cls_magic[c] = (((uint64_t)1 << MAGIC_SHIFT) / class_size[c]) + 1;
+		CONTIG_ASSERT(magic_exact(c));
+	}
+	pmap = m;
+	reach = r;
+	ind = i;
+	pmap_cap = want;
+	return 0;
+}
+
 static int prepare(void)
 {
 	if (!mstack) mstack = meta_alloc(MSTACK_CAP * sizeof *mstack);
 	if (!slots) slots = meta_alloc(MAX_THREADS * sizeof *slots);
 	if (!groups) groups = meta_alloc(GROUP_SLOTS * sizeof *groups);
 	if (!SX) SX = meta_alloc(sizeof *SX);
-	if (!mstack || !slots || !groups || !SX || !leak_dir_make()) return -1;
+	if (!mstack || !slots || !groups || !SX || !leak_dir_make() || map_reserve() != 0) return -1;
 	memset(groups, 0, GROUP_SLOTS * sizeof *groups);
 	ngroups = 0;
 	msp = 0;
@@ -830,7 +945,8 @@ static NOINLINE void run_check(uintptr_t sp, const volatile uintptr_t *regs, siz
 		return;
 	}
 	t_start = os_now_ms();
-	scan_end = G.base + (range_frontier() << PAGE_SHIFT);
+	size_t frontier = range_frontier();
+	scan_end = G.base + ((frontier < pmap_cap ? frontier : pmap_cap) << PAGE_SHIFT);
 	memset(&slots[0], 0, sizeof slots[0]);
 	atomic_store(&slots[0].tid, (int)os_gettid());
 	slots[0].sp = sp;
@@ -839,6 +955,7 @@ static NOINLINE void run_check(uintptr_t sp, const volatile uintptr_t *regs, siz
 	atomic_store(&nslots, 1);
 	stop_threads();
 	guard_install();
+	build_map();
 	clear_marks();
 	mark_remote_frees();
 	scan_mode = SCAN_MARK;

@@ -18,16 +18,11 @@ __attribute__((visibility("hidden"))) void leak_note_new(void *p, size_t asked);
 
 typedef struct leak_small {
 	uint32_t stack[LIVE_BITS];          /* allocation stack id per live-bitmap bit (0: none) */
-	uint64_t reach[LIVE_BITS / 64];     /* check time: reachable (or freed, not yet collected) */
-	uint64_t ind[LIVE_BITS / 64];       /* check time: pointed to by a leaked block */
-} leak_small_t;
-
-enum { L_REACH = 1, L_IND = 2 };
+} leak_small_t;                         /* (the check's marks are leak.c's own, one bit per block) */
 
 typedef struct leak_dir {
 	_Atomic(leak_small_t *) small;      /* PK_SMALL heads: the run's records; kept across reuse */
 	uint32_t large_stack;               /* PK_LARGE heads: allocation stack id */
-	uint8_t large_state;                /* PK_LARGE heads, check time: L_* */
 } leak_dir_t;
 
 extern HIDDEN _Atomic(leak_dir_t *) leak_dir_ptr;

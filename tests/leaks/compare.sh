@@ -7,7 +7,9 @@
 # 2. real Debian programs: leaks reported, stdout the same as without a preload, crash, time;
 # 3. the exit scan's speed on a program with a 1 GiB heap (bigheap.c).
 # 4. the cost of a malloc+free in leak mode (the stack capture), beside LSan's two unwinders.
-# COMPARE_RUNS (default 3): runs per timing, the fastest is kept. COMPARE_BIG_MIB (1024).
+# COMPARE_RUNS (default 3): runs per timing, the fastest is kept (the scan section: the median). COMPARE_BIG_MIB (1024).
+# 3b. (scanir, not in the default set) the instructions the check takes on a COMPARE_IR_MIB (64)
+#    MiB heap, under callgrind.
 # COMPARE_SECTIONS (default "corpus real scan capture"): which of them to run.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -20,6 +22,7 @@ LSAN=$(for d in /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/lib; do [ -f "$d/libls
 [ -n "$LSAN" ] || { echo "liblsan.so.0 not found (apt-get install liblsan0)" >&2; exit 1; }
 : "${COMPARE_RUNS:=3}"
 : "${COMPARE_BIG_MIB:=1024}"
+: "${COMPARE_IR_MIB:=64}"
 : "${COMPARE_SECTIONS:=corpus real scan capture}"
 want() { case " $COMPARE_SECTIONS " in *" $1 "*) return 0 ;; esac; return 1; }
 : "${CC:=cc}"
@@ -34,6 +37,12 @@ trap 'rm -rf "$T"' EXIT
 echo "Measured $(date -u +%Y-%m-%d) on $(uname -sr), $(nproc) CPUs, $(ldd --version | head -1 | sed 's/.* //') glibc,"
 echo "libcontig $(git -C "$top" describe --always --dirty 2>/dev/null || echo '?'), LeakSanitizer from $(dpkg-query -W -f '${Package} ${Version}' liblsan0 2>/dev/null || echo liblsan.so.0)."
 echo
+
+leaks_of() {   # ERR -> "B/N" summed over every SUMMARY line (several processes may report)
+	{ sed -n 's/.*SUMMARY:.* \([0-9][0-9]*\) byte(s) leaked in \([0-9][0-9]*\) allocation(s).*/\1 \2/p' "$1"
+	  sed -n 's/.*\(definitely\|indirectly\) lost: \([0-9,]*\) bytes in \([0-9,]*\) blocks.*/\2 \3/p' "$1" | tr -d ,
+	} | awk '{ b += $1; n += $2 } END { printf "%d/%d", b, n }'
+}
 
 ## ---- 1. the corpus ----
 if want corpus; then
@@ -137,11 +146,6 @@ fastest() {   # TOOL CMD -> sets secs (fastest of COMPARE_RUNS), rc, out, err in
 	secs=$best
 }
 
-leaks_of() {   # ERR -> "B/N" summed over every SUMMARY line (several processes may report)
-	{ sed -n 's/.*SUMMARY:.* \([0-9][0-9]*\) byte(s) leaked in \([0-9][0-9]*\) allocation(s).*/\1 \2/p' "$1"
-	  sed -n 's/.*\(definitely\|indirectly\) lost: \([0-9,]*\) bytes in \([0-9,]*\) blocks.*/\2 \3/p' "$1" | tr -d ,
-	} | awk '{ b += $1; n += $2 } END { printf "%d/%d", b, n }'
-}
 
 echo "### Real programs"
 echo
@@ -177,33 +181,70 @@ fi
 ## ---- 3. scan speed ----
 if want scan; then
 $CC -O2 -o "$T/bigheap" "$here/bigheap.c" || exit 1
-big() {   # TOOL-ENV...: runs bigheap, prints "total_s exit_s"
+big() {   # LEAK TOOL-ENV...: runs bigheap (LEAK: leak or noleak), prints "total_s exit_s"
+	_leak=$1; shift
 	t0=$(date +%s.%N)
-	env "$@" "$T/bigheap" "$COMPARE_BIG_MIB" >/dev/null 2>"$T/big.err"
+	env "$@" "$T/bigheap" "$COMPARE_BIG_MIB" "$_leak" >/dev/null 2>"$T/big.err"
 	t1=$(date +%s.%N)
 	ret=$(sed -n 's/.*returning at \([0-9.]*\).*/\1/p' "$T/big.err")
-	echo "$t0 $ret $t1" | awk '{ printf "%.2f %.2f", $3 - $1, $3 - $2 }'
+	echo "$t0 $ret $t1" | awk '{ printf "%.2f %.2f\n", $3 - $1, $3 - $2 }'
 }
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 echo "### Exit scan on a ${COMPARE_BIG_MIB} MiB heap"
 echo
 echo "bigheap.c: ${COMPARE_BIG_MIB} MiB in 4 KiB blocks, every 8th word a pointer into the heap, one"
-echo "100-byte leak. 'after main' is the time from main's return to the process's end: the check."
+echo "100-byte leak. 'after main' is the time from main's return to the process's end: the check,"
+echo "its report (symbolising the leak's stack) and the process's exit. Median of $COMPARE_RUNS runs,"
+echo "the tools taking turns; MiB per s is the heap's size over the median 'after main'. The"
+echo "-noleak runs build the same heap without the leak: nothing to report, so 'after main' is the"
+echo "scan and the exit."
 echo
 echo "| run | total s | after main s | MiB scanned per s | leak found |"
 echo "|---|---|---|---|---|"
-for tool in plain contig-report lsan; do
-	case $tool in
-	plain) set -- LD_PRELOAD=$LIBCONTIG ;;
-	contig-report) set -- LD_PRELOAD=$LIBCONTIG CONTIG_LEAKS=report ;;
-	lsan) set -- LD_PRELOAD=$LSAN ;;
-	esac
-	r=$(big "$@")
-	after=${r#* }
-	found=$(leaks_of "$T/big.err")
+bigruns="plain contig-report lsan contig-noleak lsan-noleak"
+r=0
+while [ "$r" -lt "$COMPARE_RUNS" ]; do
+	for tool in $bigruns; do
+		case $tool in
+		plain) set -- leak LD_PRELOAD=$LIBCONTIG ;;
+		contig-report) set -- leak LD_PRELOAD=$LIBCONTIG CONTIG_LEAKS=report ;;
+		lsan) set -- leak LD_PRELOAD=$LSAN ;;
+		contig-noleak) set -- noleak LD_PRELOAD=$LIBCONTIG CONTIG_LEAKS=report ;;
+		lsan-noleak) set -- noleak LD_PRELOAD=$LSAN ;;
+		esac
+		big "$@" >>"$T/big-$tool.times"
+		leaks_of "$T/big.err" >"$T/big-$tool.found"
+	done
+	r=$((r + 1))
+done
+for tool in $bigruns; do
+	total=$(cut -d' ' -f1 "$T/big-$tool.times" | median)
+	after=$(cut -d' ' -f2 "$T/big-$tool.times" | median)
 	rate=$(echo "$after $COMPARE_BIG_MIB" | awk '{ if ($1 > 0.01) printf "%.0f", $2 / $1; else print "-" }')
 	[ "$tool" = plain ] && rate="(no check)"
-	echo "| $tool | ${r% *} | $after | $rate | $found |"
+	echo "| $tool | $total | $after | $rate | $(cat "$T/big-$tool.found") |"
 done
+echo
+fi
+
+## ---- 3b. scan instructions (valgrind's callgrind: steady on a shared machine) ----
+if want scanir; then
+$CC -O2 -o "$T/bigheap" "$here/bigheap.c" || exit 1
+echo "### Instructions of the check on a ${COMPARE_IR_MIB} MiB heap"
+echo
+echo "callgrind, counting only inside run_check (the library must keep its symbols): the scan, the"
+echo "marks and the grouping, not the report. bigheap.c with ${COMPARE_IR_MIB} MiB. 'heap blocks' is"
+echo "the part spent scanning popped blocks (scan_block_at); the rest is mostly the roots, which under"
+echo "valgrind include mappings of its own."
+echo
+echo "| run | instructions | heap blocks | per heap word |"
+echo "|---|---|---|---|"
+LD_PRELOAD=$LIBCONTIG CONTIG_LEAKS=report valgrind --tool=callgrind --callgrind-out-file="$T/cg.%p" \
+	--toggle-collect=run_check "$T/bigheap" "$COMPARE_IR_MIB" >/dev/null 2>"$T/cg.err"
+cg=$(ls "$T"/cg.[0-9]* | head -1)
+ir=$(sed -n 's/^totals: *\([0-9]*\).*/\1/p' "$cg")
+heap=$(callgrind_annotate --inclusive=yes "$cg" 2>/dev/null | sed -n 's/^ *\([0-9,]*\) .*leak\.c:scan_block_at .*/\1/p' | head -1 | tr -d ,)
+echo "| contig-report | $ir | $heap | $(echo "${heap:-0} $COMPARE_IR_MIB" | awk '{ printf "%.1f", $1 / ($2 * 131072) }') |"
 echo
 fi
 

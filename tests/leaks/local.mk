@@ -5,7 +5,7 @@
 # beside LeakSanitizer and valgrind for docs/leaks.md.
 # Included from tests/Makefile.am; paths are relative to tests/.
 leaks_corpus = \
-	leaks/churn.c leaks/cycle.c leaks/deadthread.c leaks/deep.c leaks/direct-o2.c leaks/direct.c \
+	leaks/churn.c leaks/classes.c leaks/cycle.c leaks/deadthread.c leaks/deep.c leaks/direct-o2.c leaks/direct.c \
 	leaks/global.c leaks/heapheld.c leaks/interior.c leaks/large.c leaks/list.c leaks/many.c \
 	leaks/mmapheld.c leaks/nodebug.c leaks/realloc.c leaks/threadstack.c leaks/tls.c leaks/xor.c \
 	leaks/cxxclean.cc leaks/exceptions.cc leaks/holder.cc leaks/newarr.cc
