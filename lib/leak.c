@@ -43,11 +43,13 @@
 #define GROUP_SLOTS 16384u
 #define GROUPS_SHOWN 100
 #define TIME_CAP_MS 30000               /* a scan that takes longer is abandoned */
-#define ANSWER_MS   100                 /* how long a thread has to park itself */
+#define ANSWER_MS   2000                /* how long a runnable thread has to park itself (a loaded
+                                           machine may not run it for a while) */
 
 typedef struct tslot {
 	_Atomic(int) tid;
-	_Atomic(int) state;                 /* 0 signalled, 1 parked (sp, regs valid), 2 left the handler */
+	_Atomic(int) state;                 /* 0 signalled, 1 parked (sp, regs valid), 2 left the handler
+	                                       (or gone), 3 blocks the signal: not stopped */
 	uintptr_t sp;                       /* stack pointer where it was interrupted; 0 unknown */
 	uintptr_t regs[NREGS];              /* its general registers there: roots */
 	void *pend[NPEND];                  /* blocks it freed to other threads and still holds */
@@ -453,6 +455,32 @@ static bool have_tid(int tid)
 }
 
 /* Signal every thread of /proc/self/task not signalled yet; returns how many were new. */
+/* Whether thread tid blocks sig (SigBlk in /proc/self/task/TID/status): it would never answer,
+ * and waiting for it would only delay the exit. */
+static bool signal_blocked(int tid, int sig)
+{
+	char path[64], buf[2048];
+	fmtbuf_t b;
+	fmt_init(&b, path, sizeof path);
+	fmt_str(&b, "/proc/self/task/");
+	fmt_dec(&b, (uint64_t)tid);
+	fmt_str(&b, "/status");
+	int fd = os_open_read(path);
+	if (fd < 0) return false;
+	long n = os_read(fd, buf, sizeof buf - 1);
+	os_close(fd);
+	if (n <= 0) return false;
+	buf[n] = 0;
+	const char *p = strstr(buf, "SigBlk:");
+	if (!p) return false;
+	p += 7;
+	while (*p == ' ' || *p == '\t') p++;
+	uint64_t mask = 0;
+	for (; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); p++)
+		mask = mask << 4 | (uint64_t)(*p <= '9' ? *p - '0' : *p - 'a' + 10);
+	return (mask >> (sig - 1)) & 1;
+}
+
 static int signal_new_threads(int self, int pid)
 {
 	char buf[4096];
@@ -476,7 +504,8 @@ static int signal_new_threads(int self, int pid)
 			memset(&slots[k], 0, sizeof slots[k]);
 			atomic_store(&slots[k].tid, tid);
 			atomic_store(&nslots, k + 1);
-			if (SC(SYS_tgkill, pid, tid, park_sig, 0, 0, 0) == 0) fresh++;
+			if (signal_blocked(tid, park_sig)) atomic_store(&slots[k].state, 3);   /* cannot answer */
+			else if (SC(SYS_tgkill, pid, tid, park_sig, 0, 0, 0) == 0) fresh++;
 			else atomic_store(&slots[k].state, 2);  /* gone already */
 		}
 	}
