@@ -190,16 +190,16 @@ glib_one() {
 	local mode=$1 out=$2 t=$3 exe d rc s e log
 	exe=$(sed -n 's/^Exec=//p' "$GLIB_DEFS/$t.test" | head -n 1)
 	if [ "$mode" != base ]; then
-		local pre=$LIB
+		local preload=$LIB
 		if [ "$mode" = leak ]; then
-			pre=$SHIM:$LIB
+			preload=$SHIM:$LIB
 			mkdir -p "$out/leaks/$t"
 			exe="env CONTIG_LEAKS=report CONTIG_LEAKS_SUPPRESS=$LEAKS_SUPP EXTERNAL_LEAKS_DIR=$out/leaks/$t $exe"
 		fi
 		# A test that preloads a helper of its own (gsocketclient-slow) gets ours in front of it.
 		case $exe in
-		*LD_PRELOAD=*) exe=$(printf '%s' "$exe" | sed "s|LD_PRELOAD=|LD_PRELOAD=$pre:|") ;;
-		*) exe="env LD_PRELOAD=$pre $exe" ;;
+		*LD_PRELOAD=*) exe=$(printf '%s' "$exe" | sed "s|LD_PRELOAD=|LD_PRELOAD=$preload:|") ;;
+		*) exe="env LD_PRELOAD=$preload $exe" ;;
 		esac
 	fi
 	d=$(mktemp -d "$out/tmp/$t.XXXXXX"); log=$out/logs/$t.log
@@ -271,9 +271,10 @@ setup_glib() {
 # EXTERNAL_UNITS: only these units of each suite (names, space separated).
 only_units() {  # SUITE
 	[ -n "${EXTERNAL_UNITS:-}" ] || return 0
+	local -n all=units_$1
 	local keep=() u
-	eval 'for u in "${units_'"$1"'[@]}"; do case " $EXTERNAL_UNITS " in *" $u "*) keep+=("$u") ;; esac; done'
-	eval 'units_'"$1"'=("${keep[@]}")'
+	for u in "${all[@]}"; do case " $EXTERNAL_UNITS " in *" $u "*) keep+=("$u") ;; esac; done
+	all=("${keep[@]}")
 }
 
 run_suite() {   # SUITE MODE [NAMES...]: the whole suite, or NAMES only into SUITE-MODE-rerun
@@ -389,6 +390,7 @@ EOF
 read -r npass nfail <"$work/counts" 2>/dev/null || { npass=0; nfail=1; }
 nleak=0
 if [ -n "$SHIM" ]; then
+	# shellcheck disable=SC2086 # one argument per suite
 	leakline=$("$PY" "$here/leaksum.py" "$work" $SUITES) || leakline="external-leaks: summary failed"
 	read -r nleak <"$work/leak-counts" 2>/dev/null || nleak=1
 	printf '%s\n' "$leakline" | sed '$d'
