@@ -327,8 +327,10 @@ static uint16_t *asked_table(page_t *pg, bool create)
 	return NULL;
 }
 
+/* pg is page_of(p): for a block of a multi-page class that can be a later page of its run. */
 void heap_set_asked(page_t *pg, const void *p, size_t n)
 {
+	if (pg->kind == PK_CONT) pg -= pg->head_off;
 	uint16_t *t = asked_table(pg, false);
 	if (t) t[((uintptr_t)p - page_start(pg)) >> pg->shift] = (uint16_t)(pg->block_size - n);
 }

@@ -21,13 +21,24 @@
 #                           pymalloc (Python's arenas, which it takes from mmap)
 #   EXTERNAL_RETRY          1 (default): a unit that differs is run once more both ways, and
 #                           counts as the same (shown as "flaky") only if the reruns agree; 0: no rerun
+#   EXTERNAL_UNITS          only these units (space separated names of either suite)
 #   EXTERNAL_VERBOSE        1: print the table of every unit, not only the ones that did not pass
 #   EXTERNAL_WORKDIR        where logs go (default a new /tmp/contig-external.XXXXXX, removed
 #                           when everything matched, kept otherwise)
 #   CONTIG_*                passed on: the library run uses the caller's settings
+#   EXTERNAL_LEAKS          1: a third pass, leak mode (CONTIG_LEAKS=report): each unit's
+#                           outcome must match the run without the library again, and the exit
+#                           leak reports of all its processes are collected per unit (in
+#                           SUITE-leak/leaks/UNIT/, through leakfd.c, so they stay off the
+#                           program's stderr) and summarised: "external-leaks: N units clean,
+#                           M explained (suppressed), K unexplained"; K > 0 fails the run.
+#                           only: the leak pass instead of the plain library pass (LEAKS.md)
+#   EXTERNAL_LEAKS_SUPPRESS suppressions for that pass, default leaks.supp beside this script
+#   CC                      compiles leakfd.c for the leak pass (default cc)
 # Installs libpythonX.Y-testsuite and libglib2.0-tests with apt-get when root and missing.
 # Exit status: 0 all units match, 1 some differ, 77 a suite could not be set up, 99 usage error.
-# The last line is "external: N passed, M failed" (failed = outcome differs with the library).
+# The last line is "external: N passed, M failed" (failed = outcome differs with the library);
+# with EXTERNAL_LEAKS=1 the line before it is the leak verdict.
 
 set -u
 export LC_ALL=C.UTF-8
@@ -41,6 +52,8 @@ RETRY=${EXTERNAL_RETRY:-1}
 GLIB_TIMEOUT=${EXTERNAL_GLIB_TIMEOUT:-60}
 PY_TIMEOUT=${EXTERNAL_PY_TIMEOUT:-120}
 GLIB_DEFS=/usr/share/installed-tests/glib
+LEAKS=${EXTERNAL_LEAKS:-0}
+LEAKS_SUPP=${EXTERNAL_LEAKS_SUPPRESS:-$here/leaks.supp}
 
 say() { printf 'external: %s\n' "$*"; }
 die() { say "$2"; echo "external: 0 passed, 1 failed"; exit "$1"; }
@@ -60,6 +73,21 @@ else
 fi
 work=$(cd "$work" && pwd)
 ulimit -c 0 2>/dev/null || :
+
+# The leak pass preloads leakfd.so in front of the library: it moves fd 2 to a file of the unit's
+# just before the library's exit report (leakfd.c).
+SHIM=
+modes="base lib"
+if [ "$LEAKS" = 1 ] || [ "$LEAKS" = only ]; then
+	SHIM=$work/leakfd.so
+	"${CC:-cc}" -O2 -shared -fPIC -o "$SHIM" "$here/leakfd.c" >"$work/leakfd.log" 2>&1 ||
+		{ cat "$work/leakfd.log"; die 99 "cannot compile $here/leakfd.c"; }
+	[ -r "$LEAKS_SUPP" ] || die 99 "suppressions $LEAKS_SUPP cannot be read"
+	LEAKS_SUPP=$(readlink -f "$LEAKS_SUPP")
+	modes="base lib leak"
+	[ "$LEAKS" = only ] && modes="base leak"
+fi
+export SHIM LEAKS_SUPP
 
 # The environment both runs share: nothing from the caller's Python, D-Bus session or display.
 unset PYTHONPATH PYTHONHOME PYTHONSTARTUP PYTHONUSERBASE PYTHONDEVMODE PYTHONWARNINGS PYTHONMALLOC \
@@ -86,17 +114,42 @@ now() { date +%s; }
 names() { sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^[[:space:]]*$/d' "$1" | awk '{print $1}'; }
 
 # ---- Python -------------------------------------------------------------------------------
-# py_run MODE OUTDIR NAMES...: regrtest over NAMES; MODE is base or lib.
+# py_one OUTDIR NAME: the leak pass runs regrtest once per module (-j1: the module still runs in
+# a worker process of its own, as with -jN), so that every process it starts has the unit's
+# leak directory.
+py_one() {
+	local out=$1 n=$2 pm=()
+	[ "$PYMALLOC" = malloc ] && pm=(PYTHONMALLOC=malloc)
+	mkdir -p "$out/tmp/$n" "$out/home/$n" "$out/leaks/$n"
+	(cd "$out/tmp/$n" && env HOME="$out/home/$n" TMPDIR="$out/tmp/$n" "${pm[@]}" \
+		LD_PRELOAD="$SHIM:$LIB" CONTIG_LEAKS=report CONTIG_LEAKS_SUPPRESS="$LEAKS_SUPP" \
+		EXTERNAL_LEAKS_DIR="$out/leaks/$n" \
+		timeout -k 10 $((PY_TIMEOUT * 2 + 60)) "$PY" -m test -j1 --timeout "$PY_TIMEOUT" \
+		--junit-xml "$out/junit/$n.xml" "$n" </dev/null >"$out/logs/$n.log" 2>&1)
+	rm -rf "$out/tmp/$n"
+}
+export -f py_one
+export PY PYMALLOC PY_TIMEOUT
+
+# py_run MODE OUTDIR NAMES...: regrtest over NAMES; MODE is base, lib or leak.
 py_run() {
 	local mode=$1 out=$2; shift 2
 	local pre=() pm=()
 	mkdir -p "$out/tmp" "$out/home"
 	[ "$mode" = lib ] && pre=(LD_PRELOAD="$LIB")
 	[ "$PYMALLOC" = malloc ] && pm=(PYTHONMALLOC=malloc)
+	if [ "$mode" = leak ]; then
+		mkdir -p "$out/logs" "$out/junit" "$out/leaks"
+		printf '%s\n' "$@" | xargs -P "$JOBS" -I{} bash -c 'py_one "$@"' _ "$out" {} \
+			2>"$out/xargs.err"
+		local n; for n in "$@"; do cat "$out/logs/$n.log"; done >"$out/log"
+		echo 0 >"$out/rc"
+	else
 	(cd "$out/tmp" && env HOME="$out/home" TMPDIR="$out/tmp" "${pm[@]}" "${pre[@]}" \
 		timeout -k 10 1200 "$PY" -m test -j"$JOBS" --timeout "$PY_TIMEOUT" \
 		--junit-xml "$out/junit.xml" "$@" </dev/null >"$out/log" 2>&1)
 	echo $? >"$out/rc"
+	fi
 	"$PY" - "$out" "$@" <<'EOF'
 import os, re, sys
 import xml.etree.ElementTree as ET
@@ -109,16 +162,18 @@ for l in open(os.path.join(out, 'log'), errors='replace'):
         s = re.sub(r' -- running: .*$', '', m.group(2))
         s = re.sub(r' \(\d[^)]*(sec|min|ms)\)$', '', s)      # "(30.7 sec)", "(1 min 9 sec)"
         status[m.group(1)] = s.strip()
-try:
-    root = ET.parse(os.path.join(out, 'junit.xml')).getroot()
+import glob
+for xml in [os.path.join(out, 'junit.xml')] + sorted(glob.glob(os.path.join(out, 'junit', '*.xml'))):
+    try:
+        root = ET.parse(xml).getroot()
+    except (OSError, ET.ParseError):
+        continue
     for tc in root.iter('testcase'):
         m = re.search(r'test\.(test_\w+)', tc.get('name', ''))
         if m and m.group(1) in failing:
             bad = [c.tag for c in tc if c.tag in ('failure', 'error')]
             if bad:
                 failing[m.group(1)].add(tc.get('name').split('.', 2)[-1] + ':' + bad[0])
-except (OSError, ET.ParseError):
-    pass
 with open(os.path.join(out, 'results.tsv'), 'w') as f:
     for n in names:
         s = status.get(n, 'not run')
@@ -134,11 +189,17 @@ EOF
 glib_one() {
 	local mode=$1 out=$2 t=$3 exe d rc s e log
 	exe=$(sed -n 's/^Exec=//p' "$GLIB_DEFS/$t.test" | head -n 1)
-	if [ "$mode" = lib ]; then
+	if [ "$mode" != base ]; then
+		local preload=$LIB
+		if [ "$mode" = leak ]; then
+			preload=$SHIM:$LIB
+			mkdir -p "$out/leaks/$t"
+			exe="env CONTIG_LEAKS=report CONTIG_LEAKS_SUPPRESS=$LEAKS_SUPP EXTERNAL_LEAKS_DIR=$out/leaks/$t $exe"
+		fi
 		# A test that preloads a helper of its own (gsocketclient-slow) gets ours in front of it.
 		case $exe in
-		*LD_PRELOAD=*) exe=$(printf '%s' "$exe" | sed "s|LD_PRELOAD=|LD_PRELOAD=$LIB:|") ;;
-		*) exe="env LD_PRELOAD=$LIB $exe" ;;
+		*LD_PRELOAD=*) exe=$(printf '%s' "$exe" | sed "s|LD_PRELOAD=|LD_PRELOAD=$preload:|") ;;
+		*) exe="env LD_PRELOAD=$preload $exe" ;;
 		esac
 	fi
 	d=$(mktemp -d "$out/tmp/$t.XXXXXX"); log=$out/logs/$t.log
@@ -186,7 +247,8 @@ units_python=() units_glib=()
 setup_python() {
 	need "$PY" python3 || return 1
 	local v; v=$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])') || return 1
-	need "/usr/lib/python$v/test/libregrtest" "libpython$v-testsuite" || return 1
+	# (libregrtest alone comes with the stdlib)
+	need "/usr/lib/python$v/test/test_list.py" "libpython$v-testsuite" || return 1
 	mapfile -t units_python < <(names "$here/python-tests.txt")
 	local missing=() n
 	for n in "${units_python[@]}"; do
@@ -206,6 +268,15 @@ setup_glib() {
 	done
 }
 
+# EXTERNAL_UNITS: only these units of each suite (names, space separated).
+only_units() {  # SUITE
+	[ -n "${EXTERNAL_UNITS:-}" ] || return 0
+	local -n all=units_$1
+	local keep=() u
+	for u in "${all[@]}"; do case " $EXTERNAL_UNITS " in *" $u "*) keep+=("$u") ;; esac; done
+	all=("${keep[@]}")
+}
+
 run_suite() {   # SUITE MODE [NAMES...]: the whole suite, or NAMES only into SUITE-MODE-rerun
 	local suite=$1 mode=$2; shift 2
 	local out=$work/$suite-$mode names
@@ -221,21 +292,28 @@ status=0
 for suite in $SUITES; do
 	case $suite in python|glib) ;; *) die 99 "unknown suite $suite (python, glib)" ;; esac
 	if ! "setup_$suite"; then status=77; continue; fi
+	only_units "$suite"
 	eval 'n=${#units_'"$suite"'[@]}'
-	for mode in base lib; do
-		say "$suite: $n units, $([ $mode = base ] && echo without || echo with) the library..."
+	for mode in $modes; do
+		case $mode in base) how="without the library" ;; lib) how="with the library" ;;
+		leak) how="with the library in leak mode" ;; esac
+		say "$suite: $n units, $how..."
 		t0=$(now); run_suite "$suite" "$mode"; secs[$suite-$mode]=$(( $(now) - t0 ))
 	done
-	# Rerun, both ways, the units whose outcome differs: a difference seen twice is one.
-	mapfile -t diff < <(join -t $'\t' -j1 \
-		<(cut -f1,2,4 "$work/$suite-base/results.tsv" | sed 's/\t/\x1f/2' | sort) \
-		<(cut -f1,2,4 "$work/$suite-lib/results.tsv" | sed 's/\t/\x1f/2' | sort) |
-		awk -F'\t' '$2 != $3 { print $1 }')
+	# Rerun, every way, the units whose outcome differs: a difference seen twice is one.
+	diff=()
+	for mode in $modes; do
+		[ "$mode" = base ] && continue
+		mapfile -t -O "${#diff[@]}" diff < <(join -t $'\t' -j1 \
+			<(cut -f1,2,4 "$work/$suite-base/results.tsv" | sed 's/\t/\x1f/2' | sort) \
+			<(cut -f1,2,4 "$work/$suite-$mode/results.tsv" | sed 's/\t/\x1f/2' | sort) |
+			awk -F'\t' '$2 != $3 { print $1 }')
+	done
+	mapfile -t diff < <(printf '%s\n' "${diff[@]}" | sed '/^$/d' | sort -u)
 	if [ "$RETRY" = 1 ] && [ ${#diff[@]} -gt 0 ]; then
-		say "$suite: ${#diff[@]} differ (${diff[*]}); running them again both ways"
+		say "$suite: ${#diff[@]} differ (${diff[*]}); running them again every way"
 		t0=$(now)
-		JOBS=1 run_suite "$suite" base "${diff[@]}"
-		JOBS=1 run_suite "$suite" lib "${diff[@]}"
+		for mode in $modes; do JOBS=1 run_suite "$suite" "$mode" "${diff[@]}"; done
 		secs[$suite-rerun]=$(( $(now) - t0 ))
 	fi
 done
@@ -243,8 +321,11 @@ done
 # The table, the counts and the verdict.
 table_args=()
 for suite in $SUITES; do
-	[ -f "$work/$suite-base/results.tsv" ] && [ -f "$work/$suite-lib/results.tsv" ] || continue
-	table_args+=("$suite" "${secs[$suite-base]}" "${secs[$suite-lib]}" "${secs[$suite-rerun]:-0}")
+	for mode in $modes; do
+		[ "$mode" = base ] && continue
+		[ -f "$work/$suite-base/results.tsv" ] && [ -f "$work/$suite-$mode/results.tsv" ] || continue
+		table_args+=("$suite" "$mode" "${secs[$suite-base]}" "${secs[$suite-$mode]}" "${secs[$suite-rerun]:-0}")
+	done
 done
 "$PY" - "$work" "${EXTERNAL_VERBOSE:-0}" "$LIB" "$PYMALLOC" "${table_args[@]}" <<'EOF'
 import os, sys
@@ -263,10 +344,12 @@ def short(s, n=70):
     return s if len(s) <= n else s[:n - 3] + '...'
 passed = failed = 0
 summary, rows = [], []
-for i in range(0, len(rest), 4):
-    suite, tb, tl, tr = rest[i], int(rest[i+1]), int(rest[i+2]), int(rest[i+3])
-    base, libr = load(f'{work}/{suite}-base/results.tsv'), load(f'{work}/{suite}-lib/results.tsv')
-    rb, rl = load(f'{work}/{suite}-base-rerun/results.tsv'), load(f'{work}/{suite}-lib-rerun/results.tsv')
+for i in range(0, len(rest), 5):
+    suite, mode, tb, tl, tr = rest[i], rest[i+1], int(rest[i+2]), int(rest[i+3]), int(rest[i+4])
+    base, libr = load(f'{work}/{suite}-base/results.tsv'), load(f'{work}/{suite}-{mode}/results.tsv')
+    rb, rl = load(f'{work}/{suite}-base-rerun/results.tsv'), load(f'{work}/{suite}-{mode}-rerun/results.tsv')
+    if mode == 'leak':
+        suite += '+leaks'     # the leak pass: CONTIG_LEAKS=report
     same = differ = flaky = bothbad = 0
     for n in sorted(base):
         b, l = base[n], libr.get(n, ('not run', 'not run', ''))
@@ -290,28 +373,36 @@ for i in range(0, len(rest), 4):
     summary.append((suite, len(base), same, differ, flaky, bothbad, tb, tl, tr))
 print()
 print(f'library: {lib}  (python: PYTHONMALLOC={pymalloc})')
-print(f"{'suite':<7} {'units':>5} {'same':>5} {'differ':>6} {'flaky':>5} {'fail-both':>9} "
+print(f"{'suite':<12} {'units':>5} {'same':>5} {'differ':>6} {'flaky':>5} {'fail-both':>9} "
       f"{'s-without':>9} {'s-with':>6} {'s-rerun':>7}")
 for s in summary:
-    print(f'{s[0]:<7} {s[1]:>5} {s[2]:>5} {s[3]:>6} {s[4]:>5} {s[5]:>9} {s[6]:>9} {s[7]:>6} {s[8]:>7}')
+    print(f'{s[0]:<12} {s[1]:>5} {s[2]:>5} {s[3]:>6} {s[4]:>5} {s[5]:>9} {s[6]:>9} {s[7]:>6} {s[8]:>7}')
 print()
 print('Units that did not simply pass both ways' + (' (and all others: EXTERNAL_VERBOSE=1)' if verbose else '') + ':')
-print(f"{'suite':<7} {'unit':<28} {'without the library':<34} {'with the library':<34} verdict")
+print(f"{'suite':<12} {'unit':<28} {'without the library':<34} {'with the library':<34} verdict")
 for r in rows:
-    print(f'{r[0]:<7} {r[1]:<28} {r[2]:<34} {r[3]:<34} {r[4]}')
+    print(f'{r[0]:<12} {r[1]:<28} {r[2]:<34} {r[3]:<34} {r[4]}')
     if r[5]:
-        print(f"{'':<7}   {r[5]}")
+        print(f"{'':<12}   {r[5]}")
 with open(f'{work}/counts', 'w') as f:
     f.write(f'{passed} {failed}\n')
 EOF
 read -r npass nfail <"$work/counts" 2>/dev/null || { npass=0; nfail=1; }
+nleak=0
+if [ -n "$SHIM" ]; then
+	# shellcheck disable=SC2086 # one argument per suite
+	leakline=$("$PY" "$here/leaksum.py" "$work" $SUITES) || leakline="external-leaks: summary failed"
+	read -r nleak <"$work/leak-counts" 2>/dev/null || nleak=1
+	printf '%s\n' "$leakline" | sed '$d'
+fi
 echo
-if [ "$nfail" -eq 0 ] && [ "$status" -eq 0 ] && [ "$npass" -gt 0 ]; then
+if [ "$nfail" -eq 0 ] && [ "$nleak" -eq 0 ] && [ "$status" -eq 0 ] && [ "$npass" -gt 0 ]; then
 	[ -z "${EXTERNAL_WORKDIR:-}" ] && [ "${EXTERNAL_VERBOSE:-0}" != 1 ] && rm -rf "$work"
 	say "every unit has the same outcome with the library"
 else
-	say "logs kept in $work (SUITE-base/, SUITE-lib/: results.tsv and the suites' own logs)"
+	say "logs kept in $work (SUITE-base/, SUITE-lib/, SUITE-leak/: results.tsv and the suites' own logs; SUITE-leak/leaks/UNIT/: the leak reports)"
 	[ "$status" -eq 0 ] && status=1
 fi
+[ -n "$SHIM" ] && printf '%s\n' "$leakline" | tail -n 1
 echo "external: $npass passed, $nfail failed"
 exit "$status"
