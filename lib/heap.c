@@ -81,6 +81,7 @@ static uintptr_t remote_key = (uintptr_t)1 << 63;
 static inline block_t *remote_encode(block_t *b) { return (block_t *)((uintptr_t)b ^ remote_key); }
 static inline block_t *remote_decode(block_t *e) { return (block_t *)((uintptr_t)e ^ remote_key); }
 block_t *heap_remote_next(const block_t *b) { return remote_decode(b->next); }
+uintptr_t heap_remote_key(void) { return remote_key; }
 
 /* ---- collecting ---- */
 /* Take the blocks other threads freed; their live bits are cleared here, where a second free of

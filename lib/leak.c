@@ -286,16 +286,28 @@ static inline void see_word_indirect(uintptr_t v)
 	if (blk_live(&b)) bit_put(ind, mk);
 }
 
+/* While a heap block is scanned, links_key is the key remote-free links are stored xor
+ * (heap.c): a chain of remote frees in flight (taken off a run by its owner, or handed over by the
+ * freeing thread, when the thread was stopped) is reachable only through those encoded links,
+ * and its blocks are still live. Roots hold no such links: 0 there. */
+static uintptr_t links_key;
+
 static void scan_words(uintptr_t lo, uintptr_t hi)
 {
-	const uintptr_t base = G.base, span = scan_end - G.base;
+	const uintptr_t base = G.base, span = scan_end - G.base, key = links_key;
 	const uintptr_t *w = (const uintptr_t *)lo, *end = (const uintptr_t *)hi;
 	if (scan_mode == SCAN_MARK) {
-		for (; w < end; w++)
-			if (*w - base < span) see_word_mark(*w);
+		for (; w < end; w++) {
+			uintptr_t v = *w;
+			if (v - base < span) see_word_mark(v);
+			else if (key && (v ^ key) - base < span) see_word_mark(v ^ key);
+		}
 	} else {
-		for (; w < end; w++)
-			if (*w - base < span) see_word_indirect(*w);
+		for (; w < end; w++) {
+			uintptr_t v = *w;
+			if (v - base < span) see_word_indirect(v);
+			else if (key && (v ^ key) - base < span) see_word_indirect(v ^ key);
+		}
 	}
 }
 
@@ -326,7 +338,9 @@ static void scan_block_at(uintptr_t a)
 	if (!find_block(a, &b)) return;
 	size_t n = blk_asked(&b);
 	if (n > b.len) n = b.len;
+	links_key = heap_remote_key();
 	scan_region(b.start, b.start + n);
+	links_key = 0;
 }
 
 /* The first lines of the block popped next start coming in while this one is scanned: blocks are
@@ -660,7 +674,9 @@ static void indirect_cb(const blk_t *b)
 	size_t n = blk_asked(b);
 	if (n > b->len) n = b->len;
 	SX->self_mk = b->mk;
+	links_key = heap_remote_key();
 	scan_region(b->start, b->start + n);
+	links_key = 0;
 }
 
 static void group_add(uint32_t stack, int indirect, size_t bytes)
