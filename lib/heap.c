@@ -86,6 +86,11 @@ uintptr_t heap_remote_key(void) { return remote_key; }
 /* ---- collecting ---- */
 /* Take the blocks other threads freed; their live bits are cleared here, where a second free of
  * the same block is caught. */
+/* The rest of the list collect_remote is taking (links still encoded), while it runs: the leak
+ * check treats those blocks as freed, as they are, though their live bits are still set. */
+static __thread block_t *collecting __attribute__((tls_model("initial-exec")));
+block_t *heap_collecting(void) { return collecting; }
+
 static void collect_remote(page_t *pg)
 {
 	if (!atomic_load_explicit(&page_remote(pg)->thread_free, memory_order_relaxed)) return;
@@ -94,6 +99,7 @@ static void collect_remote(page_t *pg)
 	uintptr_t start = pg->start;
 	uint32_t n = 0;
 	block_t *b = (block_t *)tf, *last = NULL;
+	collecting = b;
 	while (b) {
 		/* b came from a link written while the block was freed, so it is checked before it
 		 * is followed: a block of this run, still live (remote frees clear the bit here) */
@@ -106,6 +112,7 @@ static void collect_remote(page_t *pg)
 		n++;
 		last = b;
 		b = remote_decode(b->next);
+		collecting = b;
 		last->next = b;                      /* a plain link from now on: the local list */
 	}
 	last->next = pg->free;

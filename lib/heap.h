@@ -44,6 +44,7 @@ HIDDEN void heap_flush_remote(void);
 HIDDEN size_t heap_pending_blocks(void **out, size_t max);   /* this thread's remote frees not yet handed over */
 HIDDEN block_t *heap_remote_next(const block_t *b);          /* the next block of a remote-free list (links are encoded) */
 HIDDEN uintptr_t heap_remote_key(void);                      /* what remote-free links are stored xor */
+HIDDEN block_t *heap_collecting(void);                       /* the rest of a remote-free list this thread is collecting */
 HIDDEN void heap_set_asked(page_t *pg, const void *p, size_t n);
 HIDDEN size_t heap_asked(const page_t *pg, const void *p);
 extern HIDDEN __thread heap_t *heap_tls __attribute__((tls_model("initial-exec")));

@@ -53,6 +53,7 @@ typedef struct tslot {
 	uintptr_t sp;                       /* stack pointer where it was interrupted; 0 unknown */
 	uintptr_t regs[NREGS];              /* its general registers there: roots */
 	void *pend[NPEND];                  /* blocks it freed to other threads and still holds */
+	uintptr_t collecting;               /* the remote-free list it was collecting, if any (freed blocks) */
 	size_t npend;
 } tslot_t;
 
@@ -421,8 +422,19 @@ static void mark_remote_frees(void)
 		}
 	}
 	for (int s = 0; s < atomic_load(&nslots); s++)
-		if (atomic_load(&slots[s].state) == 1 || s == 0)
+		if (atomic_load(&slots[s].state) == 1 || s == 0) {
 			for (size_t k = 0; k < slots[s].npend; k++) mark_free((uintptr_t)slots[s].pend[k]);
+			/* a list its owner was taking back when stopped: freed blocks, some still live */
+			uintptr_t c = slots[s].collecting;
+			if (c && c - G.base < scan_end - G.base) {
+				const page_t *pg = leak_head_of(page_of((void *)c));
+				for (size_t n = 0; c && pg->kind == PK_SMALL && n <= pg->capacity; n++) {
+					if (c - pg->start >= run_bytes(pg)) break;
+					mark_free(c);
+					c = (uintptr_t)heap_remote_next((const block_t *)c);
+				}
+			}
+		}
 }
 
 /* ---- stopping the other threads ---- */
@@ -452,6 +464,7 @@ static void park_handler(int sig, siginfo_t *si, void *ucv)
 	s->sp = 0;                          /* unknown: its whole stack mapping is scanned */
 #endif
 	s->npend = heap_pending_blocks(s->pend, NPEND);
+	s->collecting = (uintptr_t)heap_collecting();
 	atomic_store(&s->state, 1);
 	uint64_t t0 = os_now_ms();
 	while (atomic_load(&parking) && os_now_ms() - t0 < (uint64_t)2 * TIME_CAP_MS) {
@@ -990,8 +1003,6 @@ static NOINLINE void run_check(uintptr_t sp, const volatile uintptr_t *regs, siz
 		return;
 	}
 	t_start = os_now_ms();
-	size_t frontier = range_frontier();
-	scan_end = G.base + ((frontier < pmap_cap ? frontier : pmap_cap) << PAGE_SHIFT);
 	memset(&slots[0], 0, sizeof slots[0]);
 	atomic_store(&slots[0].tid, (int)os_gettid());
 	slots[0].sp = sp;
@@ -999,6 +1010,11 @@ static NOINLINE void run_check(uintptr_t sp, const volatile uintptr_t *regs, siz
 	slots[0].npend = heap_pending_blocks(slots[0].pend, NPEND);
 	atomic_store(&nslots, 1);
 	stop_threads();
+	/* The heap's extent once the other threads are stopped: read before, it would miss the pages
+	 * they grew into meanwhile, whose blocks may be all that reaches older ones (a new block at
+	 * the head of a chain of remote frees, say), and those would look leaked. */
+	size_t frontier = range_frontier();
+	scan_end = G.base + ((frontier < pmap_cap ? frontier : pmap_cap) << PAGE_SHIFT);
 	guard_install();
 	build_map();
 	clear_marks();
