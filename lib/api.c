@@ -7,6 +7,7 @@
 #include "stats.h"
 #include "leak.h"
 #include "pagemap.h"
+#include "stack.h"
 #include <errno.h>
 #include <string.h>
 
@@ -71,5 +72,8 @@ __attribute__((destructor)) static void contig_at_exit(void)
 	if (G.cfg.stats == STATS_OFF && G.cfg.leaks == LEAKS_OFF) return;
 	heap_collect_all();
 	stats_report_exit();
-	if (G.cfg.leaks != LEAKS_OFF) leak_check(1, NULL, NULL);
+	if (G.cfg.leaks != LEAKS_OFF) {
+		leak_check(1, NULL, NULL);
+		stack_finish();             /* threads still running take no more stacks */
+	}
 }

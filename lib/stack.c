@@ -28,6 +28,7 @@ extern const char __etext[] HIDDEN;
 /* ---- capture ---- */
 static __thread int capturing __attribute__((tls_model("initial-exec")));  /* recursion guard */
 static _Atomic(int) unwind_ready;       /* set once the loader is done (our constructor ran) */
+static _Atomic(int) captures_over;      /* set after the check at exit: nothing records stacks any more */
 static unsigned depth = STACK_DEPTH_DEFAULT;
 
 /* libstdc++'s operator new family: frames inside them are skipped too, so that frame #0 is the
@@ -334,8 +335,11 @@ static void dwarf_walk(walk_t *w)
 	if (!w->stopped && w->pend_pc) fc_learn(w->pend_pc, 0, true);   /* the outermost frame */
 }
 
+void stack_finish(void) { atomic_store_explicit(&captures_over, 1, memory_order_release); }
+
 uint32_t stack_capture(void)
 {
+	if (atomic_load_explicit(&captures_over, memory_order_relaxed)) return 0;
 	if (capturing || (!atomic_load_explicit(&unwind_ready, memory_order_acquire) && !early_ok())) return 0;
 	capturing = 1;
 	fcache = map_once(&fcache_map, FC_SLOTS * sizeof *fcache);    /* the same pointer for all */

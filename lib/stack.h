@@ -26,6 +26,10 @@
  * reads CONTIG_LEAKS_DEPTH and finds the C++ runtime's operator new, whose frames are skipped. */
 __attribute__((visibility("hidden"))) void stack_init(void);
 
+/* After the final leak check at exit: threads still running stop capturing stacks, so that no
+ * unwinding runs while the process tears down the objects (libgcc_s, the loader's lists) it reads. */
+__attribute__((visibility("hidden"))) void stack_finish(void);
+
 /* Capture the caller's stack (skipping the library's own frames), intern it in the deduplicated
  * table and return its id; 0 means no stack could be recorded. Never allocates with malloc;
  * safe to call from the allocation slow path (recursion into malloc is guarded). */

@@ -110,7 +110,7 @@ sort|sort -n sort.txt
 python3|$py -c pass
 python3 PYTHONMALLOC=malloc|PYTHONMALLOC=malloc $py -c 'import json, re; print(len(json.dumps(list(range(10000)))))'
 git log|git -C $T/repo log --stat
-sqlite3|sqlite3 :memory: <$top/tests/sqlite-workload.sql
+sqlite3|sqlite3 :memory: <$top/tests/preload/sqlite-workload.sql
 perl -e|perl -e 'my %h; \$h{\$_} = "x" x (\$_ % 50) for 1..50000; print scalar(keys %h), "\\n"'
 gcc -c|gcc -O2 -c small.c -o small.o
 awk|awk '{ s[\$1 % 1000] += \$2 } END { n = 0; for (k in s) n++; print n }' sort.txt

@@ -5,7 +5,7 @@
 # PYTHONMALLOC=malloc (every object a malloc block: the allocation stacks are captured for ~100k
 # blocks), sqlite3 on the scripted workload, git log --stat on a repository made here, awk
 # aggregating 200k lines. A program that is missing is skipped, not failed.
-. "${TESTS_SRCDIR:-$(dirname "$0")/..}/lib.sh"
+. "${TESTS_SRCDIR:-$(dirname "$0")/..}/preload/lib.sh"
 
 for v in $(env | sed -n 's/^\(CONTIG_[A-Z_]*\)=.*/\1/p'); do
 	case $v in CONTIG_TEST_*) ;; *) unset "$v" ;; esac
@@ -49,7 +49,7 @@ check() {   # NAME CMD (sh -c, in $TMPD/in)
 
 [ -n "$py" ] && check "python3 PYTHONMALLOC=malloc" \
 	"PYTHONMALLOC=malloc $py -c 'import json, re; d = {str(i): [i] * (i % 7) for i in range(20000)}; print(len(json.dumps(d)), len(re.findall(\"[0-9]+\", json.dumps(d))))'"
-command -v sqlite3 >/dev/null && check sqlite3 "sqlite3 :memory: <'$TESTS_SRCDIR/sqlite-workload.sql'"
+command -v sqlite3 >/dev/null && check sqlite3 "sqlite3 :memory: <'$TESTS_SRCDIR/preload/sqlite-workload.sql'"
 command -v git >/dev/null && check "git log" "git -C '$TMPD/repo' log --stat --format='%s %an'"
 check awk "awk '{ s[\$1 % 1000] += \$2 } END { for (k in s) t += s[k]; print length(s), t }' data.txt"
 [ "$ran" -gt 0 ] || skip "none of the programs is installed"
