@@ -408,18 +408,23 @@ static void mark_free(uintptr_t a)
 	if (find_block(a, &b) && b.t && b.start == a) bit_put(reach, b.mk);
 }
 
+/* A list of remote frees into run pg from c on (encoded links): freed blocks, though live. */
+static void mark_free_list(const page_t *pg, uintptr_t c)
+{
+	for (size_t n = 0; c && n <= pg->capacity; n++) {
+		if (c - pg->start >= run_bytes(pg)) break;
+		mark_free(c);
+		c = (uintptr_t)heap_remote_next((const block_t *)c);
+	}
+}
+
 static void mark_remote_frees(void)
 {
 	size_t frontier = (scan_end - G.base) >> PAGE_SHIFT;
 	for (size_t i = 0; i < frontier; i++) {
 		page_t *pg = &G.pages[i];
 		if (pg->kind != PK_SMALL) continue;
-		uintptr_t tf = atomic_load_explicit(&page_remote(pg)->thread_free, memory_order_acquire);
-		for (size_t n = 0; tf && n <= pg->capacity; n++) {
-			if (tf - pg->start >= run_bytes(pg)) break;
-			mark_free(tf);
-			tf = (uintptr_t)heap_remote_next((const block_t *)tf);
-		}
+		mark_free_list(pg, atomic_load_explicit(&page_remote(pg)->thread_free, memory_order_acquire));
 	}
 	for (int s = 0; s < atomic_load(&nslots); s++)
 		if (atomic_load(&slots[s].state) == 1 || s == 0) {
@@ -428,11 +433,7 @@ static void mark_remote_frees(void)
 			uintptr_t c = slots[s].collecting;
 			if (c && c - G.base < scan_end - G.base) {
 				const page_t *pg = leak_head_of(page_of((void *)c));
-				for (size_t n = 0; c && pg->kind == PK_SMALL && n <= pg->capacity; n++) {
-					if (c - pg->start >= run_bytes(pg)) break;
-					mark_free(c);
-					c = (uintptr_t)heap_remote_next((const block_t *)c);
-				}
+				if (pg->kind == PK_SMALL) mark_free_list(pg, c);
 			}
 		}
 }
