@@ -130,7 +130,7 @@ static void free_outside(void *p, const char *func)
 }
 
 /* ---- malloc ---- */
-static NOINLINE void *malloc_slow(size_t n)
+NOINLINE void *alloc_malloc_slow(size_t n)
 {
 	contig_ensure_init();
 	if (n <= SMALL_MAX) {
@@ -140,26 +140,15 @@ static NOINLINE void *malloc_slow(size_t n)
 	return large_alloc(n, ALIGN_MIN, 0);
 }
 
-void *alloc_malloc(size_t n)
-{
-	void *p = heap_malloc_fast(n);
-	if (likely(p != NULL)) return p;
-	return malloc_slow(n);
-}
+void *alloc_malloc(size_t n) { return alloc_malloc_inline(n); }
 
 /* malloc for C++ new: on_fail(n) decides what a failure becomes (the new_handler loop, bad_alloc). */
-static NOINLINE void *new_slow(size_t n, void *(*on_fail)(size_t))
+NOINLINE void *alloc_new_slow(size_t n, void *(*on_fail)(size_t))
 {
-	void *p = malloc_slow(n);
+	void *p = alloc_malloc_slow(n);
 	return p ? p : on_fail(n);
 }
 
-void *alloc_new(size_t n, void *(*on_fail)(size_t))
-{
-	void *p = heap_malloc_fast(n);
-	if (likely(p != NULL)) return p;
-	return new_slow(n, on_fail);
-}
 
 void *alloc_calloc(size_t n, size_t m)
 {
@@ -198,13 +187,9 @@ static NOINLINE void free_slow(page_t *pg, void *p, const char *func)
 	fatal_pointer(func, p);
 }
 
-void alloc_free(void *p)
-{
-	if (unlikely(!range_has(p))) { free_outside(p, "free"); return; }
-	page_t *pg = page_of(p);
-	if (likely(is_small_head(pg))) { heap_free_block1(pg, p); return; }
-	free_slow(pg, p, "free");
-}
+void alloc_free_outside(void *p) { free_outside(p, "free"); }
+NOINLINE void alloc_free_slow(page_t *pg, void *p) { free_slow(pg, p, "free"); }
+void alloc_free(void *p) { alloc_free_inline(p); }
 
 /* Usable size of a live block, aborting (as func) when p is not one. */
 static size_t live_size(void *p, page_t **headp, const char *func)

@@ -4,9 +4,9 @@
 #define CONTIG_ALLOC_H
 
 #include "common.h"
+#include "heap.h"
 
 HIDDEN void *alloc_malloc(size_t n);
-HIDDEN void *alloc_new(size_t n, void *(*on_fail)(size_t));   /* malloc; NULL becomes on_fail(n) */
 HIDDEN void *alloc_calloc(size_t n, size_t m);
 HIDDEN void *alloc_realloc(void *p, size_t n);
 HIDDEN void *alloc_reallocarray(void *p, size_t n, size_t m);
@@ -21,5 +21,35 @@ HIDDEN void *alloc_valloc(size_t n);
 HIDDEN void *alloc_pvalloc(size_t n);
 HIDDEN size_t alloc_usable_size(const void *p);
 HIDDEN int alloc_trim(size_t pad);
+
+/* ---- the fast paths, inline so that preload's malloc and free are their bodies (a call or
+ * jump less on every call); what they cannot serve goes to alloc.c. ---- */
+HIDDEN void *alloc_malloc_slow(size_t n);
+HIDDEN void alloc_free_slow(page_t *pg, void *p);      /* a pointer not in a small run's head page */
+HIDDEN void alloc_free_outside(void *p);               /* a pointer outside the range */
+
+static inline void *alloc_malloc_inline(size_t n)
+{
+	void *p = heap_malloc_fast(n);
+	if (likely(p != NULL)) return p;
+	return alloc_malloc_slow(n);
+}
+
+HIDDEN void *alloc_new_slow(size_t n, void *(*on_fail)(size_t));
+
+static inline void *alloc_new_inline(size_t n, void *(*on_fail)(size_t))
+{
+	void *p = heap_malloc_fast(n);
+	if (likely(p != NULL)) return p;
+	return alloc_new_slow(n, on_fail);
+}
+
+static inline void alloc_free_inline(void *p)
+{
+	if (unlikely(!range_has(p))) { alloc_free_outside(p); return; }
+	page_t *pg = page_of(p);
+	if (likely(is_small_head(pg))) { heap_free_block1(pg, p); return; }
+	alloc_free_slow(pg, p);
+}
 
 #endif

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-static pthread_mutex_t rlock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t rlock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
 
 static struct {
 	size_t frontier;            /* pages [0, frontier) are usable, allocated or foreign */

@@ -39,9 +39,9 @@ typedef void *(*new_al_nt_fn)(size_t, size_t, const nothrow_t *);
 static void *znwm_failed(size_t n) { NEW_FAILED(new_fn, "_Znwm", n); }
 static void *znam_failed(size_t n) { NEW_FAILED(new_fn, "_Znam", n); }
 PUBLIC void *_Znwm(size_t n);
-PUBLIC void *_Znwm(size_t n) { return alloc_new(n, znwm_failed); }
+PUBLIC void *_Znwm(size_t n) { return alloc_new_inline(n, znwm_failed); }
 PUBLIC void *_Znam(size_t n);
-PUBLIC void *_Znam(size_t n) { return alloc_new(n, znam_failed); }
+PUBLIC void *_Znam(size_t n) { return alloc_new_inline(n, znam_failed); }
 PUBLIC void *_ZnwmRKSt9nothrow_t(size_t n, const nothrow_t *t);
 PUBLIC void *_ZnwmRKSt9nothrow_t(size_t n, const nothrow_t *t)
 {
@@ -89,9 +89,9 @@ PUBLIC void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t al, const nothr
 
 /* ---- delete: sized forms check that the size fits the block (as free_sized does) ---- */
 PUBLIC void _ZdlPv(void *p);
-PUBLIC void _ZdlPv(void *p) { alloc_free(p); }
+PUBLIC void _ZdlPv(void *p) { alloc_free_inline(p); }
 PUBLIC void _ZdaPv(void *p);
-PUBLIC void _ZdaPv(void *p) { alloc_free(p); }
+PUBLIC void _ZdaPv(void *p) { alloc_free_inline(p); }
 PUBLIC void _ZdlPvRKSt9nothrow_t(void *p, const nothrow_t *t);
 PUBLIC void _ZdlPvRKSt9nothrow_t(void *p, const nothrow_t *t) { (void)t; alloc_free(p); }
 PUBLIC void _ZdaPvRKSt9nothrow_t(void *p, const nothrow_t *t);
