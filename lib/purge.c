@@ -21,6 +21,7 @@ static size_t purge_run(size_t idx)
 {
 	page_t *h = P(idx);
 	size_t n = h->npages, done = 0;
+	bin_remove(idx);                    /* to the clean set (bin_remove counts it off dirty_runs) */
 	for (size_t i = idx; i < idx + n;) {
 		if (!(P(i)->flags & PF_DIRTY)) { i++; continue; }
 		size_t j = i;
@@ -30,10 +31,9 @@ static size_t purge_run(size_t idx)
 		i = j;
 	}
 	h->flags &= (uint8_t)~PF_RUNDIRTY;
-	h->stamp = CLEAN_STAMP;
-	R.dirty_runs--;
 	R.committed -= done;
 	R.purged += done;
+	run_insert_free(idx, n, CLEAN_STAMP, false);     /* merges with the clean runs beside it */
 	return done;
 }
 
@@ -45,9 +45,9 @@ size_t purge_locked(bool all)
 	size_t done = 0;
 	if (!R.dirty_runs) { R.next_purge = UINT64_MAX; return 0; }
 	for (unsigned b = 0; b < NBINS; b++) {
-		for (uint32_t i = R.bin[b]; i; i = P(i - 1)->next) {
+		for (uint32_t i = R.bin[1][b], nx; i; i = nx) {
 			page_t *h = P(i - 1);
-			if (!(h->flags & PF_RUNDIRTY)) continue;
+			nx = h->next;                   /* purge_run moves h to the clean set */
 			uint32_t age = (uint32_t)now - h->stamp;        /* wraps safely every 49 days */
 			if (all || age >= G.cfg.purge_ms)
 				done += purge_run(i - 1);

@@ -10,8 +10,12 @@
 #define CLEAN_STAMP UINT32_MAX      /* stamp of a free run with no dirty page */
 
 typedef struct region_state {
-	uint32_t bin[NBINS];        /* first free run of each bin (index + 1) */
-	uint64_t binmask;           /* bit b set when bin b is non-empty */
+	/* Free runs by size, in two sets: [1] runs that may hold dirty pages, [0] clean ones.
+	 * A fit looks in the dirty set first: memory already committed is used again before
+	 * clean pages are touched, so a program that frees and allocates runs of varying sizes
+	 * keeps its resident set near its live set instead of walking through the range. */
+	uint32_t bin[2][NBINS];     /* first free run of each bin (index + 1) */
+	uint64_t binmask[2];        /* bit b set when bin b is non-empty */
 	size_t committed;           /* pages live or dirty */
 	size_t committed_peak;      /* pages */
 	size_t purged;              /* pages returned to the OS so far */
@@ -30,6 +34,7 @@ static inline page_t *P(size_t idx) { return &G.pages[idx]; }
 
 /* runs.c */
 HIDDEN void run_insert_free(size_t idx, size_t n, uint32_t stamp, bool dirty);
+HIDDEN void bin_insert(size_t idx);
 HIDDEN void bin_remove(size_t idx);
 HIDDEN size_t free_run_holding(size_t i);
 

@@ -53,50 +53,53 @@ static unsigned bin_of(size_t n)
 	return b < NBINS ? b : NBINS - 1;
 }
 
-static void bin_insert(size_t idx)
+/* A free run's set is fixed by PF_RUNDIRTY while it is binned: whoever changes that flag takes
+ * the run out first (purge_run does). */
+void bin_insert(size_t idx)
 {
 	page_t *h = P(idx);
-	unsigned b = bin_of(h->npages);
+	unsigned b = bin_of(h->npages), d = (h->flags & PF_RUNDIRTY) != 0;
 	h->prev = 0;
-	h->next = R.bin[b];
-	if (R.bin[b]) P(R.bin[b] - 1)->prev = (uint32_t)idx + 1;
-	R.bin[b] = (uint32_t)idx + 1;
-	R.binmask |= 1ull << b;
+	h->next = R.bin[d][b];
+	if (R.bin[d][b]) P(R.bin[d][b] - 1)->prev = (uint32_t)idx + 1;
+	R.bin[d][b] = (uint32_t)idx + 1;
+	R.binmask[d] |= 1ull << b;
 }
 
 void bin_remove(size_t idx)
 {
 	page_t *h = P(idx);
-	unsigned b = bin_of(h->npages);
+	unsigned b = bin_of(h->npages), d = (h->flags & PF_RUNDIRTY) != 0;
 	if (h->prev) P(h->prev - 1)->next = h->next;
-	else R.bin[b] = h->next;
+	else R.bin[d][b] = h->next;
 	if (h->next) P(h->next - 1)->prev = h->prev;
-	if (!R.bin[b]) R.binmask &= ~(1ull << b);
-	if (h->flags & PF_RUNDIRTY) R.dirty_runs--;
+	if (!R.bin[d][b]) R.binmask[d] &= ~(1ull << b);
+	if (d) R.dirty_runs--;
 }
 
-/* Make [idx, idx+n) one free run in its bin, merging with free neighbours. */
+/* Make [idx, idx+n) one free run in its bin, merging with free neighbours of the same kind:
+ * dirty with dirty, clean with clean. A dirty run merged into the clean top of the heap would
+ * make the whole top "dirty", and runs taken from its far end would touch new memory while
+ * freed memory waits for the purger (a string builder's heap grew to 4x its live size so). */
 void run_insert_free(size_t idx, size_t n, uint32_t stamp, bool dirty)
 {
 	if (idx > 0 && P(idx - 1)->kind == PK_FREE) {
 		size_t ph = idx - 1 - P(idx - 1)->head_off;
 		page_t *prev = P(ph);
-		bin_remove(ph);
-		if (prev->flags & PF_RUNDIRTY) {
-			dirty = true;
-			if (prev->stamp < stamp) stamp = prev->stamp;
+		if (((prev->flags & PF_RUNDIRTY) != 0) == dirty) {
+			bin_remove(ph);
+			if (dirty && prev->stamp < stamp) stamp = prev->stamp;
+			n += idx - ph;
+			idx = ph;
 		}
-		n += idx - ph;
-		idx = ph;
 	}
 	if (idx + n < range_frontier() && P(idx + n)->kind == PK_FREE) {
 		page_t *next = P(idx + n);
-		bin_remove(idx + n);
-		if (next->flags & PF_RUNDIRTY) {
-			dirty = true;
-			if (next->stamp < stamp) stamp = next->stamp;
+		if (((next->flags & PF_RUNDIRTY) != 0) == dirty) {
+			bin_remove(idx + n);
+			if (dirty && next->stamp < stamp) stamp = next->stamp;
+			n += next->npages;
 		}
-		n += next->npages;
 	}
 	page_t *h = P(idx);
 	h->kind = PK_FREE;
@@ -117,25 +120,36 @@ void run_insert_free(size_t idx, size_t n, uint32_t stamp, bool dirty)
 	bin_insert(idx);
 }
 
-/* First fit: the bin of n (checking sizes, for the ranged bins), then any larger non-empty bin. */
-static size_t find_fit(size_t n)
+/* First fit in one set: the bin of n (checking sizes, for the ranged bins), then any larger
+ * non-empty bin. */
+static size_t find_fit_in(unsigned d, size_t n)
 {
 	unsigned b = bin_of(n);
 	if (b >= 32 || b == NBINS - 1) {
-		for (uint32_t i = R.bin[b]; i; i = P(i - 1)->next)
+		for (uint32_t i = R.bin[d][b]; i; i = P(i - 1)->next)
 			if (P(i - 1)->npages >= n) return i - 1;
 		b++;
 	}
 	if (b >= NBINS) return SIZE_MAX;
-	uint64_t m = R.binmask & (~0ull << b);
+	uint64_t m = R.binmask[d] & (~0ull << b);
 	if (!m) return SIZE_MAX;
 	b = (unsigned)__builtin_ctzll(m);
 	if (b == NBINS - 1) {
-		for (uint32_t i = R.bin[b]; i; i = P(i - 1)->next)
+		for (uint32_t i = R.bin[d][b]; i; i = P(i - 1)->next)
 			if (P(i - 1)->npages >= n) return i - 1;
 		return SIZE_MAX;
 	}
-	return R.bin[b] - 1;
+	return R.bin[d][b] - 1;
+}
+
+/* Blocks take dirty runs first (their pages cost no new memory), then clean ones. Mappings
+ * take clean runs first: they must read as zero, and dirty pages would have to be given back
+ * to the OS and faulted in again for that, while the blocks that come next can use them. */
+static size_t find_fit(size_t n, uint8_t kind)
+{
+	unsigned first = kind != PK_MMAP;
+	size_t i = find_fit_in(first, n);
+	return i != SIZE_MAX ? i : find_fit_in(!first, n);
 }
 /* Growth hands new usable pages to the bins as clean free runs. */
 static void add_usable(size_t idx, size_t n) { run_insert_free(idx, n, CLEAN_STAMP, false); }
@@ -153,8 +167,10 @@ page_t *region_alloc(size_t n, uint8_t kind, int flags)
 	if (n == 0 || n > G.npages) { errno = ENOMEM; return NULL; }
 	range_lock();
 	maybe_purge_locked();
+	bool purged = false;
+refit:
 	for (;;) {
-		idx = find_fit(n);
+		idx = find_fit(n, kind);
 		if (idx != SIZE_MAX) break;
 		if (range_grow(n, add_usable) != 0) goto fail;
 	}
@@ -168,10 +184,11 @@ page_t *region_alloc(size_t n, uint8_t kind, int flags)
 	size_t take = kind == PK_SMALL ? idx + len - n : idx;
 	size_t clean = 0;
 	for (size_t i = take; i < take + n; i++) clean += !(P(i)->flags & PF_DIRTY);
-	if (R.limit && R.committed + clean > R.limit) {
+	if (R.limit && R.committed + clean > R.limit && !purged) {
+		/* everything free is clean after this, and purged runs merge: fit again */
 		if (!limit_make_room_locked(n)) goto fail;
-		clean = n;        /* everything free is clean now, the run we picked too */
-		dirty = false;
+		purged = true;
+		goto refit;
 	}
 	bin_remove(idx);
 	size_t rest = take == idx ? idx + n : idx;
@@ -270,6 +287,16 @@ void region_free(page_t *h)
 	if (start) purger_start();
 }
 
+/* Free pages from page nx on, up to need or more: the free runs side by side there (dirty and
+ * clean runs do not merge, so there can be several). */
+static size_t free_after(size_t nx, size_t need)
+{
+	size_t have = 0;
+	while (have < need && nx + have < range_frontier() && P(nx + have)->kind == PK_FREE)
+		have += P(nx + have)->npages;
+	return have;
+}
+
 /* Resize a live PK_LARGE/PK_MMAP run in place: shrink gives the tail back; grow takes the free
  * run right after it (growing the range if it is at the top). 0 on success, -1 when it cannot. */
 int region_resize(page_t *h, size_t newn)
@@ -290,28 +317,35 @@ int region_resize(page_t *h, size_t newn)
 	}
 	size_t need = newn - n, nx = idx + n;
 	if (nx + need > G.npages) goto out;
-	if (nx >= range_frontier() || (P(nx)->kind == PK_FREE && nx + P(nx)->npages == range_frontier() && P(nx)->npages < need)) {
-		/* At the top: grow the range first (growth merges into the free run after us). */
-		if (range_grow(need, add_usable) != 0) goto out;
+	size_t have = free_after(nx, need);
+	if (have < need && nx + have >= range_frontier()) {
+		/* At the top: grow the range first (growth extends the clean free run at the top). */
+		if (range_grow(need - have, add_usable) != 0) goto out;
+		have = free_after(nx, need);
 	}
-	if (nx >= range_frontier() || P(nx)->kind != PK_FREE || P(nx)->npages < need) goto out;
-	size_t flen = P(nx)->npages;
-	bool dirty = P(nx)->flags & PF_RUNDIRTY;
-	uint32_t stamp = P(nx)->stamp;
+	if (have < need) goto out;
 	size_t clean = 0;
 	for (size_t i = nx; i < nx + need; i++) clean += !(P(i)->flags & PF_DIRTY);
 	if (R.limit && R.committed + clean > R.limit) { R.limit_hits++; goto out; }
-	bin_remove(nx);
-	for (size_t i = nx; i < nx + need; i++) {
-		P(i)->kind = PK_CONT;
-		P(i)->head_off = (uint32_t)(i - idx);
-		P(i)->flags = (uint8_t)((P(i)->flags & ~(PF_RUNDIRTY | PF_NEEDZERO)) | PF_DIRTY);
-	}
-	if (flen > need) {
-		/* the rest stays free; its head is rewritten, the pages before it are ours now */
-		P(nx + need)->kind = PK_FREE;
-		P(nx + need)->flags &= (uint8_t)~PF_RUNDIRTY;
-		run_insert_free(nx + need, flen - need, dirty ? stamp : CLEAN_STAMP, dirty);
+	/* take the free runs after us up to need pages */
+	for (size_t at = nx; at < nx + need;) {
+		size_t flen = P(at)->npages;
+		bool dirty = P(at)->flags & PF_RUNDIRTY;
+		uint32_t stamp = P(at)->stamp;
+		bin_remove(at);
+		size_t end = at + flen < nx + need ? at + flen : nx + need;
+		for (size_t i = at; i < end; i++) {
+			P(i)->kind = PK_CONT;
+			P(i)->head_off = (uint32_t)(i - idx);
+			P(i)->flags = (uint8_t)((P(i)->flags & ~(PF_RUNDIRTY | PF_NEEDZERO)) | PF_DIRTY);
+		}
+		if (at + flen > end) {
+			/* the rest stays free; its head is rewritten, the pages before it are ours now */
+			P(end)->kind = PK_FREE;
+			P(end)->flags = (uint8_t)((P(end)->flags & ~PF_RUNDIRTY) | (dirty ? PF_RUNDIRTY : 0));
+			run_insert_free(end, at + flen - end, dirty ? stamp : CLEAN_STAMP, dirty);
+		}
+		at = end;
 	}
 	R.committed += clean;
 	if (R.committed > R.committed_peak) R.committed_peak = R.committed;
@@ -376,9 +410,10 @@ void region_count_fallback(size_t bytes)
  * exact, so this walks the bins: it serves only the rare MAP_FIXED calls into the range. */
 size_t free_run_holding(size_t i)
 {
-	for (unsigned b = 0; b < NBINS; b++)
-		for (uint32_t k = R.bin[b]; k; k = P(k - 1)->next)
-			if (i >= k - 1 && i < k - 1 + P(k - 1)->npages) return k - 1;
+	for (unsigned d = 0; d < 2; d++)
+		for (unsigned b = 0; b < NBINS; b++)
+			for (uint32_t k = R.bin[d][b]; k; k = P(k - 1)->next)
+				if (i >= k - 1 && i < k - 1 + P(k - 1)->npages) return k - 1;
 	return SIZE_MAX;
 }
 

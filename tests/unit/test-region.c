@@ -53,6 +53,46 @@ START_TEST(coalescing_reuses_the_hole)
 }
 END_TEST
 
+/* Freed pages are used again before clean ones: a run freed a moment ago (dirty, not purged yet)
+ * serves the next requests that fit it even when clean runs would fit them as well, so committed
+ * memory does not grow; a served mapping, which must read as zero, takes clean pages first. A
+ * dirty run does not merge with a clean run beside it (runs cut from the far end of the merged
+ * run would touch new pages); purged, it does. */
+START_TEST(dirty_runs_first)
+{
+	contig_ensure_init();
+	uint32_t ms = G.cfg.purge_ms;
+	G.cfg.purge_ms = 60000;                     /* nothing is purged behind the test's back */
+	region_purge(true);                         /* every free run clean */
+	page_t *a = region_alloc(6, PK_LARGE, 0);
+	page_t *fence = region_alloc(1, PK_LARGE, 0);
+	size_t ia = page_idx(a);
+	memset((void *)page_addr(ia), 3, 6 * PAGE_SIZE);
+	region_free(a);                             /* the one dirty run: [ia, ia + 6) */
+	size_t before = committed();
+	page_t *b = region_alloc(2, PK_LARGE, 0);
+	ck_assert_uint_eq(page_idx(b), ia);
+	page_t *c = region_alloc(4, PK_LARGE, 0);
+	ck_assert_uint_eq(page_idx(c), ia + 2);
+	ck_assert_uint_eq(committed(), before);     /* no page committed for either */
+	page_t *m = region_alloc(2, PK_MMAP, RUN_ZERO);
+	ck_assert_uint_ne(page_idx(m), ia);
+	region_free(m);
+	region_free(c);
+	/* b's pages are still live; c's dirty run sits between them and fence */
+	region_purge(true);                         /* c's run clean now */
+	region_free(b);                             /* dirty, beside the clean run c left */
+	ck_assert_int_eq(page_of((void *)page_addr(ia))->kind, PK_FREE);
+	ck_assert_uint_eq(page_of((void *)page_addr(ia))->npages, 2);
+	ck_assert_uint_eq(page_of((void *)page_addr(ia + 2))->npages, 4);
+	region_purge(true);                         /* both clean: one run */
+	ck_assert_uint_ge(page_of((void *)page_addr(ia))->npages, 6);
+	region_free(fence);
+	region_purge(true);
+	G.cfg.purge_ms = ms;
+}
+END_TEST
+
 START_TEST(resize_in_place)
 {
 	contig_ensure_init();
@@ -122,6 +162,7 @@ Suite *region_suite(void)
 	TCase *t = tcase_create("runs");
 	tcase_add_test(t, runs_in_range_and_disjoint);
 	tcase_add_test(t, coalescing_reuses_the_hole);
+	tcase_add_test(t, dirty_runs_first);
 	tcase_add_test(t, resize_in_place);
 	tcase_add_test(t, zeroed_runs_read_zero);
 	tcase_add_test(t, purge_returns_committed);
