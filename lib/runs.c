@@ -333,17 +333,18 @@ int region_resize(page_t *h, size_t newn)
 		bool dirty = P(at)->flags & PF_RUNDIRTY;
 		uint32_t stamp = P(at)->stamp;
 		bin_remove(at);
-		size_t end = at + flen < nx + need ? at + flen : nx + need;
+		size_t end = at + flen, rest = 0;      /* pages of the run past what we need */
+		if (end > nx + need) { rest = end - (nx + need); end = nx + need; }
 		for (size_t i = at; i < end; i++) {
 			P(i)->kind = PK_CONT;
 			P(i)->head_off = (uint32_t)(i - idx);
 			P(i)->flags = (uint8_t)((P(i)->flags & ~(PF_RUNDIRTY | PF_NEEDZERO)) | PF_DIRTY);
 		}
-		if (at + flen > end) {
+		if (rest) {
 			/* the rest stays free; its head is rewritten, the pages before it are ours now */
 			P(end)->kind = PK_FREE;
 			P(end)->flags = (uint8_t)((P(end)->flags & ~PF_RUNDIRTY) | (dirty ? PF_RUNDIRTY : 0));
-			run_insert_free(end, at + flen - end, dirty ? stamp : CLEAN_STAMP, dirty);
+			run_insert_free(end, rest, dirty ? stamp : CLEAN_STAMP, dirty);
 		}
 		at = end;
 	}
