@@ -197,11 +197,8 @@ static size_t live_size(void *p, page_t **headp, const char *func)
 	page_t *h = run_head(page_of(p));
 	*headp = h;
 	if (h->kind == PK_SMALL) {
-		uintptr_t off = (uintptr_t)p - page_start(h);
-		uint64_t m, *w;
-		if ((off & (ALIGN_MIN - 1)) || off % h->block_size) fatal_pointer(func, p);
-		w = live_word(h, off, &m);
-		if (!(__atomic_load_n(w, __ATOMIC_RELAXED) & m)) fatal_pointer(func, p);
+		uint64_t bit = block_index(h, (uintptr_t)p - page_start(h));
+		if (bit >= h->capacity || !live_test(h, bit)) fatal_pointer(func, p);
 		return h->block_size;
 	}
 	if (h->kind == PK_LARGE && (uintptr_t)p == page_addr(page_idx(h)))

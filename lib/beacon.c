@@ -32,7 +32,7 @@ void beacon_publish(void)
 	b->nclass = NCLASS;
 	b->pid = (uint32_t)getpid();
 	b->off_kind = offsetof(page_t, kind);
-	b->off_shift = offsetof(page_t, shift);
+	b->off_shift = offsetof(page_t, spare0);      /* always 0 now: live bits are per block */
 	b->off_cls = offsetof(page_t, cls);
 	b->off_flags = offsetof(page_t, flags);
 	b->off_capacity = offsetof(page_t, capacity);

@@ -31,7 +31,8 @@ typedef struct pagemap_beacon {
 	uint32_t nclass;
 	uint32_t pid;                   /* the process that filled it (a forked child inherits it) */
 	/* byte offsets of the fields a reader decodes, inside one descriptor */
-	uint16_t off_kind, off_shift, off_cls, off_flags, off_capacity;
+	uint16_t off_kind, off_shift, off_cls, off_flags, off_capacity;   /* off_shift: a byte that is always 0
+	                                                                   (once the live bitmap's granule) */
 	uint16_t off_used, off_block_size;          /* PK_SMALL heads (uint32_t each) */
 	uint16_t off_npages, off_head_off;          /* other kinds (uint32_t each) */
 	uint16_t off_asked, off_usable;             /* PK_LARGE (uint64_t); PK_MMAP: map_lo, map_hi */

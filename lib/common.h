@@ -68,8 +68,8 @@ typedef struct page {
 		struct {                        /* PK_SMALL heads: the fast paths touch only these */
 			block_t *free;          /* blocks ready for malloc; the owner's frees go here too */
 			uintptr_t start;        /* address of the run's first block */
-			uint64_t *live;         /* out-of-band bitmap: bit set while the block starting in that granule is
-			                           live; the cache line before it is the run's remote_t */
+			uint64_t *live;         /* out-of-band bitmap, one bit per block (by block_index): set while the
+			                           block is live; the cache line before it is the run's remote_t */
 			uint64_t inv;           /* inverse of block_size's odd factor mod 2^64 (block_index) */
 			struct heap *heap;      /* owner */
 			uint32_t used;          /* live blocks, counting remote frees not yet collected;
@@ -93,12 +93,11 @@ typedef struct page {
 		};
 	};
 	uint8_t kind;                   /* enum page_kind */
-	uint8_t shift;                  /* log2 of bytes per live-bitmap bit (PK_SMALL): the largest power of two
-	                                   dividing block_size, 4 to 7 */
+	uint8_t spare0;                 /* always 0 (was the live bitmap's granule before bits became per block) */
 	uint8_t cls;                    /* size class (PK_SMALL) */
 	uint8_t flags;                  /* PF_* of this 64 KiB page, kept across reuse */
 	uint8_t rot;                    /* PK_SMALL: trailing zero bits of block_size (block_index) */
-	uint8_t amask;                  /* PK_SMALL: (1 << shift) - 1, the offset bits a block start has clear */
+	uint8_t spare1;                 /* always 0 */
 	uint16_t capacity;              /* PK_SMALL: blocks carved into the free lists so far */
 	uint32_t next, prev;            /* page index + 1 (0 = none): heap class list, free bin, delayed stack */
 } page_t;
@@ -146,5 +145,16 @@ static inline size_t page_index(const void *p) { return ((uintptr_t)p - G.base) 
 static inline page_t *page_of(const void *p) { return &G.pages[page_index(p)]; }
 static inline uintptr_t page_addr(size_t idx) { return G.base + (idx << PAGE_SHIFT); }
 static inline size_t page_idx(const page_t *pg) { return (size_t)(pg - G.pages); }
+
+/* Index of the block at byte off of pg's run when off is a block start, else a number far above
+ * any capacity (and so is the block's live bit): multiplying by the inverse of block_size's odd factor divides multiples of it
+ * exactly (and sends the rest high), and the rotate brings any remainder of the power-of-two
+ * factor to the top bits. One test, index < capacity, so checks alignment and range at once. */
+static inline uint64_t block_index(const page_t *pg, uintptr_t off)
+{
+	uint64_t x = (uint64_t)off * pg->inv;
+	unsigned r = pg->rot;
+	return (x >> r) | (x << ((64 - r) & 63));
+}
 
 #endif

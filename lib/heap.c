@@ -103,9 +103,9 @@ static void collect_remote(page_t *pg)
 	while (b) {
 		/* b came from a link written while the block was freed, so it is checked before it
 		 * is followed: a block of this run, still live (remote frees clear the bit here) */
-		uintptr_t off = (uintptr_t)b - start;
-		if (block_index(pg, off) >= pg->capacity) fatal_corrupt("malloc", b);
-		uint64_t m, *w = live_word(pg, off, &m);
+		uint64_t bit = block_index(pg, (uintptr_t)b - start);
+		if (bit >= pg->capacity) fatal_corrupt("malloc", b);
+		uint64_t m = 1ull << (bit & 63), *w = &pg->live[bit >> 6];
 		uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
 		if (!(v & m)) fatal_pointer("free", b);
 		__atomic_store_n(w, v & ~m, __ATOMIC_RELAXED);
@@ -266,7 +266,7 @@ void heap_init_key(void)
  * blocks back; give the page up when nothing in it is live. */
 static void tidy_page(heap_t *h, page_t *pg, bool keep_first)
 {
-	refill(pg);
+	collect_remote(pg);     /* not refill: carving fresh blocks would touch memory nobody asked for */
 	if (pg->used == 0 && !(keep_first && h->pages[pg->cls] == pg)) {
 		list_remove(h, pg);
 		page_release(h, pg);
@@ -308,7 +308,7 @@ static void heap_destructor(void *arg)
 }
 
 /* ---- requested sizes, kept only while leaks are tracked (CONTIG_LEAKS) ---- */
-/* One u16 per live-bitmap bit: block size minus the size asked (at most 32 KiB, since classes
+/* One u16 per block (its live bit's number): block size minus the size asked (at most 32 KiB, since classes
  * are at most 25% apart). The tables hang off a small open hash keyed by page index. */
 #define ASKED_SLOTS 65536u
 static struct asked_slot { uint32_t page; uint16_t *tab; } *asked_map;
@@ -340,14 +340,14 @@ void heap_set_asked(page_t *pg, const void *p, size_t n)
 {
 	if (pg->kind == PK_CONT) pg -= pg->head_off;
 	uint16_t *t = asked_table(pg, false);
-	if (t) t[((uintptr_t)p - page_start(pg)) >> pg->shift] = (uint16_t)(pg->block_size - n);
+	if (t) t[block_index(pg, (uintptr_t)p - page_start(pg))] = (uint16_t)(pg->block_size - n);
 }
 
 size_t heap_asked(const page_t *pg, const void *p)
 {
 	uint16_t *t = asked_table((page_t *)pg, false);
 	if (!t) return pg->block_size;
-	return pg->block_size - t[((uintptr_t)p - page_start(pg)) >> pg->shift];
+	return pg->block_size - t[block_index(pg, (uintptr_t)p - page_start(pg))];
 }
 
 /* ---- slow paths ---- */
@@ -370,15 +370,9 @@ static page_t *new_page(heap_t *h, unsigned cls)
 	pg->inv = inv;
 	atomic_store_explicit(&page_remote(pg)->thread_free, 0, memory_order_relaxed);
 	atomic_store_explicit(&page_remote(pg)->qstate, Q_QUIET, memory_order_relaxed);
-	/* One live bit per 2^shift bytes, the largest power of two dividing the block size, at
-	 * least 16 and at most 128: every block start has a bit of its own, and the bitmap of a
-	 * class of large blocks is short (a 512-byte class uses one cache line of it, not eight),
-	 * so it stays in cache. Classes in multi-page runs are multiples of 4 KiB: 128 bytes a bit,
-	 * at most LIVE_BITS bits in 8 pages. */
-	unsigned shift = pg->rot < 4 ? 4 : pg->rot > 7 ? 7 : pg->rot;
-	CONTIG_ASSERT((((size_t)class_pages[cls] << PAGE_SHIFT) >> shift) <= LIVE_BITS);
-	pg->shift = (uint8_t)shift;
-	pg->amask = (uint8_t)((1u << shift) - 1);
+	/* One live bit per block, numbered by block_index: the bitmap is as short as it can be (a
+	 * 160-byte class's is one cache line), so it stays in cache. */
+	CONTIG_ASSERT(((size_t)class_pages[cls] << PAGE_SHIFT) / bs <= LIVE_BITS);
 	list_push_front(h, pg);
 	if (G.slow_only && !asked_table(pg, true)) {
 		list_remove(h, pg);
@@ -439,11 +433,8 @@ void heap_free_local_slow(page_t *pg)
 		list_push_back(h, pg);
 	}
 	if (pg->used == 0 && h->pages[pg->cls] != pg) {
-		refill(pg);
-		if (pg->used == 0) {
-			list_remove(h, pg);
-			page_release(h, pg);
-		}
+		list_remove(h, pg);
+		page_release(h, pg);
 	}
 }
 

@@ -51,26 +51,8 @@ extern HIDDEN __thread heap_t *heap_tls __attribute__((tls_model("initial-exec")
 extern HIDDEN heap_t heap_none;
 extern HIDDEN page_t page_empty;
 
-static inline uint64_t *live_word(const page_t *pg, uintptr_t off, uint64_t *mask)
-{
-	size_t bit = off >> pg->shift;
-	*mask = 1ull << (bit & 63);
-	return &pg->live[bit >> 6];
-}
-
 static inline uintptr_t page_start(const page_t *pg) { return pg->start; }
 static inline size_t run_bytes(const page_t *pg) { return (size_t)class_pages[pg->cls] << PAGE_SHIFT; }
-
-/* Index of the block at byte off of pg's run when off is a block start, else a number far above
- * any capacity: multiplying by the inverse of block_size's odd factor divides multiples of it
- * exactly (and sends the rest high), and the rotate brings any remainder of the power-of-two
- * factor to the top bits. One test, index < capacity, so checks alignment and range at once. */
-static inline uint64_t block_index(const page_t *pg, uintptr_t off)
-{
-	uint64_t x = (uint64_t)off * pg->inv;
-	unsigned r = pg->rot;
-	return (x >> r) | (x << ((64 - r) & 63));
-}
 
 /* Set (malloc) or clear (free) a live bit in v, saying whether it was set before. */
 static inline bool bit_set_old(uint64_t *v, uint64_t bit)
@@ -99,17 +81,24 @@ static inline bool bit_clear_old(uint64_t *v, uint64_t bit)
 #endif
 }
 
+/* Whether the block whose live bit is bit (its index, below capacity) is live. */
+static inline bool live_test(const page_t *pg, uint64_t bit)
+{
+	return (__atomic_load_n(&pg->live[bit >> 6], __ATOMIC_RELAXED) >> (bit & 63)) & 1;
+}
+
 /* fatal_corrupt("malloc", b), reached by a jump: not being noreturn keeps the stack frame it
  * needs off the fast paths. */
 HIDDEN void *heap_corrupt(const void *b) __attribute__((returns_nonnull));
 
-/* Hand out b, the head of pg's free list (off its offset in the run, bit its live bit), after
- * checking it: a use-after-free or overflow write into a free block's link must never make
- * malloc return a block that is misaligned, outside the run's carved blocks, or live. b is
- * checked before its own link is read, so a bad link is never followed either. */
-static inline void *page_take(page_t *pg, block_t *b, uintptr_t off, uint64_t bit)
+/* Hand out b, the head of pg's free list (off its offset in the run), after checking it: a
+ * use-after-free or overflow write into a free block's link must never make malloc return a
+ * block that is misaligned, outside the run's carved blocks, or live. b is checked before its
+ * own link is read, so a bad link is never followed either. The block's index is its live bit. */
+static inline void *page_take(page_t *pg, block_t *b, uintptr_t off)
 {
-	if (unlikely(block_index(pg, off) >= pg->capacity))
+	uint64_t bit = block_index(pg, off);
+	if (unlikely(bit >= pg->capacity))
 		return heap_corrupt(b);
 	uint64_t *w = &pg->live[bit >> 6];
 	uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
@@ -124,8 +113,7 @@ static inline void *page_take(page_t *pg, block_t *b, uintptr_t off, uint64_t bi
 /* Pop b, the head of pg's free list, in any small run. */
 static inline void *page_pop(page_t *pg, block_t *b)
 {
-	uintptr_t off = (uintptr_t)b - pg->start;
-	return page_take(pg, b, off, off >> pg->shift);
+	return page_take(pg, b, (uintptr_t)b - pg->start);
 }
 
 /* One-page runs (classes up to 16 KiB). */
@@ -139,9 +127,8 @@ static inline void *heap_malloc_fast(size_t n)
 	{
 		block_t *b = pg->free;
 		if (likely(b != NULL)) {
-			uintptr_t off = (uintptr_t)b - pg->start;
 			h->n_malloc++;
-			return page_take(pg, b, off, off >> pg->shift);
+			return page_take(pg, b, (uintptr_t)b - pg->start);
 		}
 	}
 	return NULL;
@@ -190,34 +177,33 @@ static inline void heap_free_checked(page_t *pg, void *p, uint64_t bit, const ch
 			heap_free_local_slow(pg);
 		return;
 	}
-	if (unlikely(!((__atomic_load_n(w, __ATOMIC_RELAXED) >> (bit & 63)) & 1))) {
+	if (unlikely(!live_test(pg, bit))) {
 		heap_invalid(func, p);
 		return;
 	}
 	heap_free_remote(pg, p, func);
 }
 
-/* Free of a block in a PK_SMALL run (pg is the run's head; p in any of its pages). */
+/* Free of a block in a PK_SMALL run (pg is the run's head; p in any of its pages). An offset that
+ * is no carved block start (inside a block, past the carved ones) has no index below capacity. */
 static inline void heap_free_block(page_t *pg, void *p, const char *func)
 {
-	uintptr_t off = (uintptr_t)p - pg->start;
-	if (unlikely((off & pg->amask) != 0))
+	uint64_t bit = block_index(pg, (uintptr_t)p - pg->start);
+	if (unlikely(bit >= pg->capacity))
 		fatal_pointer(func, p);
-	heap_free_checked(pg, p, off >> pg->shift, func);
+	heap_free_checked(pg, p, bit, func);
 }
 
 /* heap_free_block for p in the head page of its run (the run starts at that page, so the offset
- * is the low bits of p). An offset with amask bits set is no block start; one that is a multiple
- * of the granule but not of the block size finds a bit that is never set (only block starts'
- * bits are): both are invalid frees. */
+ * is the low bits of p). */
 static inline void heap_free_block1(page_t *pg, void *p)
 {
-	uintptr_t off = (uintptr_t)p & (PAGE_SIZE - 1);
-	if (unlikely(((uint8_t)(uintptr_t)p & pg->amask) != 0)) {   /* amask < 256: one byte test */
+	uint64_t bit = block_index(pg, (uintptr_t)p & (PAGE_SIZE - 1));
+	if (unlikely(bit >= pg->capacity)) {
 		heap_invalid("free", p);
 		return;
 	}
-	heap_free_checked(pg, p, off >> pg->shift, "free");
+	heap_free_checked(pg, p, bit, "free");
 }
 
 #endif

@@ -177,7 +177,7 @@ static void blk_fill(const pmap_t *e, size_t k, blk_t *b)
 	if (e->cls) {
 		b->len = pg->block_size;
 		b->start = pg->start + k * pg->block_size;
-		b->bit = (b->start - pg->start) >> pg->shift;
+		b->bit = k;
 		b->t = atomic_load_explicit(&leak_dir()[e->head].small, memory_order_relaxed);
 	} else {
 		b->len = (size_t)pg->npages << PAGE_SHIFT;
@@ -377,14 +377,12 @@ static void for_each_block(blk_fn fn)
 			continue;
 		}
 		const page_t *pg = &G.pages[i];
-		size_t bits = run_bytes(pg) >> pg->shift;
+		size_t bits = pg->capacity;
 		for (size_t w = 0; w < (bits + 63) / 64; w++) {
 			uint64_t v = __atomic_load_n(&pg->live[w], __ATOMIC_RELAXED);
 			while (v) {
-				size_t bit = w * 64 + (size_t)__builtin_ctzll(v);
+				size_t k = w * 64 + (size_t)__builtin_ctzll(v);   /* a live bit's number is its block's index */
 				v &= v - 1;
-				/* a live bit is at a block start: the engine's exact index, no division */
-				uint64_t k = block_index(pg, bit << pg->shift);
 				if (k >= e->nblk) continue;
 				blk_fill(e, (size_t)k, &b);
 				fn(&b);

@@ -44,7 +44,7 @@ void leak_note_alloc(void *p, size_t asked)
 		t = NULL;
 		if (atomic_compare_exchange_strong(&d[hi].small, &t, mine)) t = mine;
 	}
-	t->stack[((uintptr_t)p - h->start) >> h->shift] = id;
+	t->stack[block_index(h, (uintptr_t)p - h->start)] = id;
 }
 
 void leak_note_new(void *p, size_t asked)

@@ -17,7 +17,7 @@ __attribute__((visibility("hidden"))) void leak_note_alloc(void *p, size_t asked
 __attribute__((visibility("hidden"))) void leak_note_new(void *p, size_t asked);
 
 typedef struct leak_small {
-	uint32_t stack[LIVE_BITS];          /* allocation stack id per live-bitmap bit (0: none) */
+	uint32_t stack[LIVE_BITS];          /* allocation stack id per block, by its index (0: none) */
 } leak_small_t;                         /* (the check's marks are leak.c's own, one bit per block) */
 
 typedef struct leak_dir {

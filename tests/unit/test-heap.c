@@ -177,9 +177,9 @@ START_TEST(double_free_large) { void *p = alloc_malloc(1 << 20); alloc_free(p); 
 END_TEST
 START_TEST(interior_free) { char *p = alloc_malloc(64); alloc_free(p + 16); }
 END_TEST
-/* Interior pointers where a live bit covers more than 16 bytes (one bit per largest power of
- * two dividing the block size): off the bit's granule, on a granule that starts no block, in a
- * later page of a multi-page run. Each must abort, never free the block around it. */
+/* Interior pointers at 16-byte-aligned offsets inside blocks of several classes (live bits are
+ * per block, so none of these has a bit of its own), in a later page of a multi-page run. Each
+ * must abort, never free the block around it. */
 static const struct { size_t n, at; } interior[] = {
 	{ 500, 16 },            /* 512-byte class: 128-byte granules */
 	{ 500, 128 },
@@ -235,6 +235,36 @@ START_TEST(double_free_remote)
 }
 END_TEST
 
+/* Live bits are numbered by block index: exactly the blocks handed out have their bit set, and
+ * the bitmap of a class of blocks that are not a power of two is as short as its block count. */
+START_TEST(live_bits_per_block)
+{
+	static const size_t sizes[] = { 48, 150, 300, 700, 3000 };
+	for (unsigned s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+		void *p[40];
+		for (int i = 0; i < 40; i++) p[i] = alloc_malloc(sizes[s]);
+		page_t *pg = page_of(p[0]);
+		if (pg->kind == PK_CONT) pg -= pg->head_off;
+		ck_assert_int_eq(pg->kind, PK_SMALL);
+		unsigned set = 0;
+		for (unsigned w = 0; w < (pg->capacity + 63u) / 64u; w++) set += (unsigned)__builtin_popcountll(pg->live[w]);
+		ck_assert_uint_eq(set, pg->used & USED_MASK);
+		for (unsigned w = (pg->capacity + 63u) / 64u; w < LIVE_BITS / 64u; w++) ck_assert_uint_eq(pg->live[w], 0);
+		for (int i = 0; i < 40; i++) {
+			page_t *h = page_of(p[i]);
+			if (h->kind == PK_CONT) h -= h->head_off;
+			uintptr_t off = (uintptr_t)p[i] - h->start;
+			uint64_t k = off / h->block_size;
+			ck_assert_uint_eq(off % h->block_size, 0);
+			ck_assert_uint_eq(block_index(h, off), k);
+			ck_assert(live_test(h, k));
+			alloc_free(p[i]);
+			ck_assert(!live_test(h, k));
+		}
+	}
+}
+END_TEST
+
 START_TEST(outside_pointer_ignored)
 {
 	static char stat[64];
@@ -256,6 +286,7 @@ Suite *heap_suite(void)
 	tcase_add_test(t, large_blocks_and_realloc_in_place);
 	tcase_add_test(t, aligned);
 	tcase_add_test(t, outside_pointer_ignored);
+	tcase_add_test(t, live_bits_per_block);
 	suite_add_tcase(s, t);
 	TCase *m = tcase_create("misuse");
 	tcase_add_test_raise_signal(m, double_free_small, SIGABRT);
