@@ -28,7 +28,9 @@ static void *coll_arg;
 
 void range_lock(void) { pthread_mutex_lock(&rlock); }
 void range_unlock(void) { pthread_mutex_unlock(&rlock); }
-void range_fork_child(void) { pthread_mutex_init(&rlock, NULL); }
+/* The child's lock starts unlocked and adaptive, as the parent's did (pthread_mutex_init with no
+ * attributes would make it a plain mutex that sleeps at once). */
+void range_fork_child(void) { rlock = (pthread_mutex_t)PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP; }
 void range_wait(pthread_cond_t *c, const struct timespec *until) { pthread_cond_timedwait(c, &rlock, until); }
 
 size_t range_frontier(void) { return R.frontier; }
