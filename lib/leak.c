@@ -190,7 +190,7 @@ static void blk_fill(const pmap_t *e, size_t k, blk_t *b)
 static bool blk_live(const blk_t *b)
 {
 	/* atomic: a thread that did not answer the stop signal may be freeing in this run */
-	return !b->t || ((__atomic_load_n(&b->head->live[b->bit >> 6], __ATOMIC_RELAXED) >> (b->bit & 63)) & 1);
+	return !b->t || live_test(b->head, b->bit);
 }
 
 static bool find_block(uintptr_t v, blk_t *b)
@@ -377,14 +377,14 @@ static void for_each_block(blk_fn fn)
 			continue;
 		}
 		const page_t *pg = &G.pages[i];
-		size_t bits = pg->capacity;
+		size_t bits = run_bytes(pg) / pg->block_size;   /* not capacity: a thread still running may carve */
 		for (size_t w = 0; w < (bits + 63) / 64; w++) {
 			uint64_t v = __atomic_load_n(&pg->live[w], __ATOMIC_RELAXED);
 			while (v) {
 				size_t k = w * 64 + (size_t)__builtin_ctzll(v);   /* a live bit's number is its block's index */
 				v &= v - 1;
 				if (k >= e->nblk) continue;
-				blk_fill(e, (size_t)k, &b);
+				blk_fill(e, k, &b);
 				fn(&b);
 			}
 		}
