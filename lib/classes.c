@@ -13,6 +13,11 @@ const uint32_t class_size[NCLASS] = {
 const uint8_t class_pages[NCLASS] = {
 	0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
 	1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 4, 3, 4, 4, 5, 6, 7, 8 };
+/* Blocks per run: class_pages[c] * 64 KiB / class_size[c] (extend() must not divide). */
+const uint16_t class_blocks[NCLASS] = {
+	0, 4096, 2048, 1365, 1024, 819, 682, 585, 512, 409, 341, 292, 256, 204, 170, 146, 128, 102, 85,
+	73, 64, 51, 42, 36, 32, 25, 21, 18, 16, 12, 10, 9, 8, 6, 5, 4, 4, 6, 5, 4, 4, 6, 4, 4, 4, 4, 4, 4,
+	4 };
 /* size_class() for sizes up to 16 KiB, indexed by (n + 15) / 16 */
 const uint8_t class_lut[1025] = {
 	1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 13, 13, 14, 14, 14,

@@ -11,6 +11,7 @@
 
 extern HIDDEN const uint32_t class_size[NCLASS];   /* bytes per block */
 extern HIDDEN const uint8_t class_pages[NCLASS];   /* pages per run */
+extern HIDDEN const uint16_t class_blocks[NCLASS]; /* blocks per run */
 extern HIDDEN const uint8_t class_lut[1025];       /* size_class() up to 16 KiB, by (n + 15) / 16 */
 
 static inline unsigned size_class(size_t n)

@@ -28,14 +28,40 @@ static inline page_t *PG(uint32_t i) { return &G.pages[i - 1]; }
 static inline uint32_t ID(page_t *pg) { return (uint32_t)page_idx(pg) + 1; }
 
 /* ---- class lists (owner only) ---- */
+/* The direct[] entries of each class up to DIRECT_MAX: first index and count (1, 2, 4 or 8: four
+ * classes per doubling). A new head page is written to all of them, by a jump into a run of
+ * stores rather than a loop: it happens on every visit of a page in a random replacement. */
+static const struct { uint8_t lo, n; } direct_span[DIRECT_CLASSES + 1] = {
+	{ 0, 0 }, { 0, 2 }, { 2, 1 }, { 3, 1 }, { 4, 1 }, { 5, 1 }, { 6, 1 }, { 7, 1 }, { 8, 1 },
+	{ 9, 2 }, { 11, 2 }, { 13, 2 }, { 15, 2 }, { 17, 4 }, { 21, 4 }, { 25, 4 }, { 29, 4 },
+	{ 33, 8 }, { 41, 8 }, { 49, 8 }, { 57, 8 } };
+
 static inline void set_first(heap_t *h, unsigned cls, page_t *pg)
 {
 	h->pages[cls] = pg;
 	page_t *f = G.slow_only ? &page_empty : pg;
 	h->fast[cls] = f;
-	if (class_size[cls] <= DIRECT_MAX)
-		for (unsigned i = class_size[cls - 1] / 16 + (cls > 1); i <= class_size[cls] / 16; i++)
-			h->direct[i] = f;
+	if (cls > DIRECT_CLASSES) return;
+	page_t **d = &h->direct[direct_span[cls].lo];
+	switch (direct_span[cls].n) {
+	case 8: d[7] = f; d[6] = f; d[5] = f; d[4] = f; /* fall through */
+	case 4: d[3] = f; d[2] = f; /* fall through */
+	case 2: d[1] = f; /* fall through */
+	default: d[0] = f;
+	}
+}
+
+/* direct_span and class_blocks match the class tables (checked once, in debug builds). */
+static void class_tables_check(void)
+{
+	for (unsigned c = 1; c < NCLASS; c++)
+		CONTIG_ASSERT(class_blocks[c] == ((size_t)class_pages[c] << PAGE_SHIFT) / class_size[c]);
+	for (unsigned c = 1; c <= DIRECT_CLASSES; c++) {
+		unsigned lo = class_size[c - 1] / 16 + (c > 1), hi = class_size[c] / 16;
+		CONTIG_ASSERT(direct_span[c].lo == lo && direct_span[c].n == hi - lo + 1);
+		for (unsigned i = lo; i <= hi; i++) CONTIG_ASSERT(class_lut[i] == c);
+	}
+	CONTIG_ASSERT(class_size[DIRECT_CLASSES] == DIRECT_MAX);
 }
 
 static void list_push_front(heap_t *h, page_t *pg)
@@ -123,7 +149,7 @@ static void collect_remote(page_t *pg)
 /* Carve up to one OS page worth of fresh blocks (at least one) into the free list. */
 static void extend(page_t *pg)
 {
-	uint32_t total = (uint32_t)(((size_t)class_pages[pg->cls] << PAGE_SHIFT) / pg->block_size);
+	uint32_t total = class_blocks[pg->cls];
 	if (pg->capacity >= total) return;
 	uint32_t k = OS_PAGE / pg->block_size;
 	if (k == 0) k = 1;
@@ -259,6 +285,7 @@ void heap_init_key(void)
 	if (os_syscall6(SYS_getrandom, (long)&k, sizeof k, GRND_NONBLOCK, 0, 0, 0) != (long)sizeof k)
 		k = os_now_ms() * 0x9e3779b97f4a7c15ull ^ (uintptr_t)&k;
 	remote_key = (uintptr_t)(k | (uint64_t)1 << 63);
+	if (contig_debug) class_tables_check();
 	heap_key_ok = pthread_key_create(&heap_key, heap_destructor) == 0;
 }
 
@@ -372,7 +399,7 @@ static page_t *new_page(heap_t *h, unsigned cls)
 	atomic_store_explicit(&page_remote(pg)->qstate, Q_QUIET, memory_order_relaxed);
 	/* One live bit per block, numbered by block_index: the bitmap is as short as it can be (a
 	 * 160-byte class's is one cache line), so it stays in cache. */
-	CONTIG_ASSERT(((size_t)class_pages[cls] << PAGE_SHIFT) / bs <= LIVE_BITS);
+	CONTIG_ASSERT(class_blocks[cls] <= LIVE_BITS);
 	list_push_front(h, pg);
 	if (G.slow_only && !asked_table(pg, true)) {
 		list_remove(h, pg);

@@ -12,6 +12,7 @@
 typedef struct heap {
 	/* owner only: the fast paths */
 #define DIRECT_MAX 1024                   /* sizes up to this find their page in direct[] */
+#define DIRECT_CLASSES 20                 /* the classes up to DIRECT_MAX: 16 .. 1024 bytes */
 	page_t *direct[DIRECT_MAX / 16 + 1]; /* fast[] by (n + 15) / 16: one load less than the class */
 	page_t *fast[NCLASS];           /* what the malloc fast path pops from: pages[] normally, always
 	                                   &page_empty when every call must take the slow path */

@@ -377,7 +377,7 @@ static void for_each_block(blk_fn fn)
 			continue;
 		}
 		const page_t *pg = &G.pages[i];
-		size_t bits = run_bytes(pg) / pg->block_size;   /* not capacity: a thread still running may carve */
+		size_t bits = class_blocks[pg->cls];   /* not capacity: a thread still running may carve */
 		for (size_t w = 0; w < (bits + 63) / 64; w++) {
 			uint64_t v = __atomic_load_n(&pg->live[w], __ATOMIC_RELAXED);
 			while (v) {
