@@ -51,17 +51,19 @@ static inline void set_first(heap_t *h, unsigned cls, page_t *pg)
 	}
 }
 
-/* direct_span and class_blocks match the class tables (checked once, in debug builds). */
-static void class_tables_check(void)
+/* Whether direct_span and class_blocks match the class tables (a unit test asks; debug builds
+ * check at start). */
+bool heap_tables_ok(void)
 {
 	for (unsigned c = 1; c < NCLASS; c++)
-		CONTIG_ASSERT(class_blocks[c] == ((size_t)class_pages[c] << PAGE_SHIFT) / class_size[c]);
+		if (class_blocks[c] != ((size_t)class_pages[c] << PAGE_SHIFT) / class_size[c]) return false;
 	for (unsigned c = 1; c <= DIRECT_CLASSES; c++) {
 		unsigned lo = class_size[c - 1] / 16 + (c > 1), hi = class_size[c] / 16;
-		CONTIG_ASSERT(direct_span[c].lo == lo && direct_span[c].n == hi - lo + 1);
-		for (unsigned i = lo; i <= hi; i++) CONTIG_ASSERT(class_lut[i] == c);
+		if (direct_span[c].lo != lo || direct_span[c].n != hi - lo + 1) return false;
+		for (unsigned i = lo; i <= hi; i++)
+			if (class_lut[i] != c) return false;
 	}
-	CONTIG_ASSERT(class_size[DIRECT_CLASSES] == DIRECT_MAX);
+	return class_size[DIRECT_CLASSES] == DIRECT_MAX;
 }
 
 static void list_push_front(heap_t *h, page_t *pg)
@@ -285,7 +287,7 @@ void heap_init_key(void)
 	if (os_syscall6(SYS_getrandom, (long)&k, sizeof k, GRND_NONBLOCK, 0, 0, 0) != (long)sizeof k)
 		k = os_now_ms() * 0x9e3779b97f4a7c15ull ^ (uintptr_t)&k;
 	remote_key = (uintptr_t)(k | (uint64_t)1 << 63);
-	if (contig_debug) class_tables_check();
+	CONTIG_ASSERT(heap_tables_ok());
 	heap_key_ok = pthread_key_create(&heap_key, heap_destructor) == 0;
 }
 

@@ -41,6 +41,7 @@ HIDDEN void heap_fork_child(void);
 HIDDEN void heap_collect_all(void);
 HIDDEN void heap_count_calls(uint64_t *m, uint64_t *f, uint64_t *r);
 HIDDEN void heap_init_key(void);
+HIDDEN bool heap_tables_ok(void);                           /* the fast paths' tables match the classes */
 HIDDEN void heap_flush_remote(void);
 HIDDEN size_t heap_pending_blocks(void **out, size_t max);   /* this thread's remote frees not yet handed over */
 HIDDEN block_t *heap_remote_next(const block_t *b);          /* the next block of a remote-free list (links are encoded) */

@@ -265,6 +265,9 @@ START_TEST(live_bits_per_block)
 }
 END_TEST
 
+START_TEST(class_tables) { ck_assert(heap_tables_ok()); }
+END_TEST
+
 START_TEST(outside_pointer_ignored)
 {
 	static char stat[64];
@@ -287,6 +290,7 @@ Suite *heap_suite(void)
 	tcase_add_test(t, aligned);
 	tcase_add_test(t, outside_pointer_ignored);
 	tcase_add_test(t, live_bits_per_block);
+	tcase_add_test(t, class_tables);
 	suite_add_tcase(s, t);
 	TCase *m = tcase_create("misuse");
 	tcase_add_test_raise_signal(m, double_free_small, SIGABRT);
