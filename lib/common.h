@@ -146,10 +146,11 @@ static inline page_t *page_of(const void *p) { return &G.pages[page_index(p)]; }
 static inline uintptr_t page_addr(size_t idx) { return G.base + (idx << PAGE_SHIFT); }
 static inline size_t page_idx(const page_t *pg) { return (size_t)(pg - G.pages); }
 
-/* Index of the block at byte off of pg's run when off is a block start, else a number far above
- * any capacity (and so is the block's live bit): multiplying by the inverse of block_size's odd factor divides multiples of it
- * exactly (and sends the rest high), and the rotate brings any remainder of the power-of-two
- * factor to the top bits. One test, index < capacity, so checks alignment and range at once. */
+/* Index of the block at byte off of pg's run (and so its live bit) when off is a block start,
+ * else a number far above any capacity: multiplying by the inverse of block_size's odd factor
+ * divides multiples of it exactly (and sends the rest high), and the rotate brings any remainder
+ * of the power-of-two factor to the top bits. One test, index < capacity, so checks alignment
+ * and range at once. */
 static inline uint64_t block_index(const page_t *pg, uintptr_t off)
 {
 	uint64_t x = (uint64_t)off * pg->inv;
