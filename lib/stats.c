@@ -26,8 +26,12 @@ void stats_collect(contig_stats_t *st)
 	st->mapped = rs.range.mapped;
 	st->committed = rs.committed;
 	st->committed_peak = rs.committed_peak;
-	st->resident_peak = maps_peak_rss();
+	/* Two files read one after the other: a page touched between the reads (this function's own
+	 * stack, another thread) could leave the current figure above the peak. The peak is at least
+	 * what is resident now. */
 	st->resident = maps_rss();
+	st->resident_peak = maps_peak_rss();
+	if (st->resident_peak < st->resident) st->resident_peak = st->resident;
 	st->mmap_bytes = rs.mmap_bytes;
 	st->purged_bytes = rs.purged;
 	st->fallback_bytes = rs.fallback_bytes;
