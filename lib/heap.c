@@ -241,14 +241,29 @@ static void drain_delayed(heap_t *h)
 
 /* ---- heaps ---- */
 static void heap_destructor(void *arg);
+/* Set once the thread's heap went back at its exit: later frees (other libraries' thread-exit
+ * code) hand their blocks over at once rather than make a heap for the pend table. */
+static __thread bool heap_exited __attribute__((tls_model("initial-exec")));
+#define HEAPLESS_FREES 64
+static __thread uint8_t heapless_frees __attribute__((tls_model("initial-exec")));
 
-static heap_t *heap_create(void)
+static bool heap_holds_runs(const heap_t *h)
+{
+	for (int c = 0; c < NCLASS; c++)
+		if (h->pages[c] != &page_empty) return true;
+	return h->nspare != 0;
+}
+
+/* A heap for this thread: the last abandoned one, or a new one. With !adopt_runs, an abandoned
+ * heap only if it holds no runs. */
+static heap_t *heap_create(bool adopt_runs)
 {
 	CONTIG_ASSERT(atomic_load(&G.state) == 2);     /* the entry points initialised */
 	heap_t *h;
 	pthread_mutex_lock(&heaps_lock);
 	locks_held++;
 	h = heaps_abandoned;
+	if (h && !adopt_runs && heap_holds_runs(h)) h = NULL;
 	if (h) {
 		heaps_abandoned = h->next_abandoned;
 		pthread_mutex_lock(&h->lock);
@@ -277,7 +292,7 @@ static heap_t *heap_create(void)
 heap_t *heap_get(void)
 {
 	heap_t *h = heap_tls;
-	return h != &heap_none ? h : heap_create();
+	return h != &heap_none ? h : heap_create(true);
 }
 
 /* Called once from initialisation: thread exit hands the heap back through this key. */
@@ -323,6 +338,7 @@ static void heap_destructor(void *arg)
 	tidy_heap(h, false);
 	spares_flush(h);
 	heap_tls = &heap_none;
+	heap_exited = true;
 	pthread_mutex_lock(&heaps_lock);
 	locks_held++;
 	pthread_mutex_lock(&h->lock);
@@ -472,6 +488,11 @@ static void remote_push(page_t *pg, block_t *first, block_t *last)
 {
 	heap_t *h = pg->heap;
 	remote_t *r = page_remote(pg);
+	/* A chain's last block ends it with NULL until now. A second free of it joined the chain
+	 * again as its first block and overwrote that link: the push below would overwrite it once
+	 * more and the double free would go unseen (a second free of any other block of the chain
+	 * makes a cycle, which the owner meets when it collects). */
+	if (unlikely(last->next != NULL)) fatal_pointer("free", last);
 	uintptr_t old = atomic_load_explicit(&r->thread_free, memory_order_relaxed);
 	do last->next = remote_encode((block_t *)old);
 	while (!atomic_compare_exchange_weak(&r->thread_free, &old, (uintptr_t)first));
@@ -498,59 +519,102 @@ static void remote_push(page_t *pg, block_t *first, block_t *last)
 	}
 }
 
-/* Remote frees to one run in a row are chained here and handed over together: a consumer
- * freeing a producer's blocks pays one atomic push per REMOTE_BATCH blocks, not one each. The
- * live bits stay set until the owner collects, where a second free of a block is still caught. */
-#define REMOTE_BATCH 32
-static __thread struct pending {
-	page_t *pg;                     /* run of the chained blocks, NULL when none */
-	block_t *first, *last;
-	uint32_t n;
-} pending __attribute__((tls_model("initial-exec")));
+/* Remote frees are chained per run and handed over together: a consumer freeing a producer's
+ * blocks pays one atomic push per chain, not one per block. A thread chains for up to
+ * HEAP_PEND_WAYS runs at once (way = the run's index modulo the ways), so frees of mixed sizes,
+ * which go to a different run nearly every time, still batch. A chain is handed over when it
+ * reaches HEAP_PEND_BLOCKS blocks or HEAP_PEND_BYTES bytes, when another run needs its way, on
+ * the thread's next malloc slow path, and at its exit: what a thread holds back is bounded
+ * (at most 16 x 8 KiB, or one block per way above 8 KiB). The live bits stay set until the
+ * owner collects, where a second free of a block is still caught. */
+static void pend_flush(heap_t *me, unsigned way)
+{
+	struct pending *w = &me->pend[way];
+	page_t *pg = w->pg;
+	me->pend_mask &= ~(1u << way);
+	w->pg = NULL;
+	remote_push(pg, w->first, w->last);
+}
 
 /* The blocks this thread freed into other threads' runs and has not handed over yet (up to max
- * into out): the leak check counts them as free. Runs in the thread itself (its TLS). */
+ * into out): the leak check counts them as free. Runs in the thread itself (its signal handler),
+ * which may have interrupted an update: every chain is walked within its count and the range. */
 size_t heap_pending_blocks(void **out, size_t max)
 {
+	heap_t *me = heap_tls;
 	size_t n = 0;
-	if (!pending.pg) return 0;
-	for (block_t *b = pending.first; b && range_has(b) && n < max && n <= pending.n; b = remote_decode(b->next))
-		out[n++] = b;
+	if (me == &heap_none) return 0;
+	for (unsigned i = 0; i < HEAP_PEND_WAYS; i++) {
+		const struct pending *w = &me->pend[i];
+		if (!w->pg) continue;
+		size_t k = 0;
+		for (block_t *b = w->first; b && range_has(b) && n < max && k <= w->n; b = remote_decode(b->next), k++)
+			out[n++] = b;
+	}
 	return n;
 }
 
 void heap_flush_remote(void)
 {
-	if (pending.pg) {
-		page_t *pg = pending.pg;
-		pending.pg = NULL;
-		remote_push(pg, pending.first, pending.last);
-	}
+	heap_t *me = heap_tls;
+	while (me->pend_mask) pend_flush(me, (unsigned)__builtin_ctz(me->pend_mask));
 }
 
-/* A free from a thread that does not own the page. */
+/* heap_free_remote when b does not join a chain as one more than its first block. */
+static NOINLINE void free_remote_slow(heap_t *me, page_t *pg, block_t *b, unsigned way)
+{
+	if (unlikely(me == &heap_none)) {
+		/* A thread that only frees (a consumer) gets a heap for its pend table and its exit
+		 * hook after HEAPLESS_FREES frees: a thread that frees first and then mallocs (one that
+		 * took over another's blocks) should adopt an abandoned heap with its first malloc. This
+		 * one adopts only a heap that holds no runs (no one would tidy them as frees came in).
+		 * None while it holds a lock of ours or after its heap went back at exit: then the block
+		 * is handed over at once. */
+		if (++heapless_frees < HEAPLESS_FREES || heap_exited || locks_held || !(me = heap_create(false))) {
+			b->next = NULL;
+			remote_push(pg, b, b);
+			return;
+		}
+	}
+	me->n_free++;
+	struct pending *w = &me->pend[way];
+	if (w->pg == pg) {              /* its last block: hand the chain over */
+		b->next = remote_encode(w->first);
+		w->first = b;
+		pend_flush(me, way);
+		return;
+	}
+	if (w->pg) pend_flush(me, way);
+	uint32_t max = HEAP_PEND_BYTES / pg->block_size;
+	b->next = NULL;
+	/* a big block, or a run whose owner exited (remote frees are what drains it): at once */
+	if (max <= 1 || atomic_load_explicit(&pg->heap->abandoned, memory_order_relaxed)) {
+		remote_push(pg, b, b);
+		return;
+	}
+	w->first = w->last = b;
+	w->n = 1;
+	w->max = max < HEAP_PEND_BLOCKS ? max : HEAP_PEND_BLOCKS;
+	w->pg = pg;
+	me->pend_mask |= 1u << way;
+}
+
+/* A free from a thread that does not own the page: b joins this thread's chain for pg. (The
+ * shared heap_none's ways are all empty, so a thread without a heap always goes slow.) */
 void heap_free_remote(page_t *pg, block_t *b, const char *func)
 {
 	(void)func;
 	heap_t *me = heap_tls;
-	if (me == &heap_none) {
-		/* no heap, so no thread-exit hook to flush a chain: hand it over at once */
-		b->next = NULL;
-		remote_push(pg, b, b);
+	unsigned way = (unsigned)(pg - G.pages) & (HEAP_PEND_WAYS - 1);
+	struct pending *w = &me->pend[way];
+	if (likely(w->pg == pg) && w->n + 1 < w->max) {
+		b->next = remote_encode(w->first);
+		w->first = b;
+		w->n++;
+		me->n_free++;
 		return;
 	}
-	me->n_free++;
-	if (pending.pg == pg && pending.n < REMOTE_BATCH) {
-		b->next = remote_encode(pending.first);
-		pending.first = b;
-		pending.n++;
-		return;
-	}
-	heap_flush_remote();
-	b->next = NULL;
-	pending.pg = pg;
-	pending.first = pending.last = b;
-	pending.n = 1;
+	free_remote_slow(me, pg, b, way);
 }
 
 /* Every heap's pages: take remote frees back (used before reports at exit). Only the calling

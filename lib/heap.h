@@ -9,6 +9,9 @@
 
 /* ---- thread heaps ---- */
 #define HEAP_SPARES 4                 /* empty one-page runs a heap keeps instead of giving back */
+#define HEAP_PEND_WAYS 16             /* runs a thread chains remote frees for at once */
+#define HEAP_PEND_BLOCKS 32           /* a chain is handed over at this many blocks, */
+#define HEAP_PEND_BYTES 16384         /* or at this many bytes, whichever comes first */
 typedef struct heap {
 	/* owner only: the fast paths */
 #define DIRECT_MAX 1024                   /* sizes up to this find their page in direct[] */
@@ -23,6 +26,13 @@ typedef struct heap {
 	uint32_t last[NCLASS];          /* last page of each class list (index + 1; 0 when none) */
 	page_t *spare[HEAP_SPARES];     /* empty one-page runs kept for the next class that needs one */
 	int nspare;
+	uint32_t pend_mask;             /* which pend[] ways hold a chain */
+	struct pending {                /* this thread's frees into other threads' runs, not handed over
+	                                   yet: one chain per way, the way chosen by the run's index */
+		page_t *pg;             /* run of the chained blocks, NULL when none */
+		block_t *first, *last;
+		uint32_t n, max;        /* blocks chained; handed over when n reaches max */
+	} pend[HEAP_PEND_WAYS];
 	/* touched by other threads: kept off the owner's cache lines */
 	_Alignas(64) _Atomic(page_t *) delayed; /* full pages that got a remote free */
 	_Atomic(int) abandoned;         /* 1 while no thread owns it */

@@ -80,7 +80,8 @@ done
 for c in realloc-freed realloc-freed-large; do
 	expect_abort $c realloc
 done
-for c in double-free-mmap double-free-remote free-after-purge; do
+for c in double-free-mmap double-free-remote double-free-remote-chained \
+         double-free-remote-cycle free-after-purge; do
 	expect_abort $c free
 done
 # free_sized with a size larger than the block: a libcontig message and SIGABRT

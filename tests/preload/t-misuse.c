@@ -63,6 +63,30 @@ static void corrupt_link(unsigned char *freed, void *target)
 	}
 }
 
+/* A thread with a heap of its own frees p twice: both frees join its chain for p's run (the
+ * block stays live until the owner collects), and the owner's collection meets p again. */
+static void *free_twice_in_thread(void *p)
+{
+	void *own = malloc(16);
+	free_p(p);
+	free_p(p);
+	free(own);
+	return NULL;
+}
+
+/* The same with another block of the run freed first, so p is not the chain's last block: its
+ * second free makes a cycle. */
+static void *other_block;
+static void *free_other_then_twice(void *p)
+{
+	void *own = malloc(16);
+	free_p(other_block);
+	free_p(p);
+	free_p(p);
+	free(own);
+	return NULL;
+}
+
 static void *remote_free_and_exit(void *p)
 {
 	free_p(p);
@@ -150,6 +174,25 @@ int main(int argc, char **argv)
 		announce(q);
 		pthread_create(&t, NULL, free_in_thread, q);
 		pthread_join(t, NULL);
+	} else if (strcmp(c, "double-free-remote-chained") == 0) {
+		pthread_t t;
+		q = alloc(64);
+		announce(q);
+		pthread_create(&t, NULL, free_twice_in_thread, q);
+		pthread_join(t, NULL);
+		for (int i = 0; i < 5000; i++)   /* use up the run's local blocks: malloc collects */
+			if (!malloc(64)) break;
+		printf("survived double-free-remote-chained\n");
+	} else if (strcmp(c, "double-free-remote-cycle") == 0) {
+		pthread_t t;
+		q = alloc(64);
+		other_block = alloc(64);   /* the same run */
+		announce(q);
+		pthread_create(&t, NULL, free_other_then_twice, q);
+		pthread_join(t, NULL);
+		for (int i = 0; i < 5000; i++)
+			if (!malloc(64)) break;
+		printf("survived double-free-remote-cycle\n");
 	} else if (strcmp(c, "free-after-purge") == 0) {
 		q = alloc(200000);
 		free_p(q);

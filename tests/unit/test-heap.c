@@ -80,6 +80,61 @@ static void *alloc_and_exit(void *arg)
 	return NULL;
 }
 
+/* Remote frees of mixed sizes: each run's blocks are chained in the freeing thread (one way
+ * per run) and handed over together; a chain never holds more than its bounds, blocks above
+ * HEAP_PEND_BYTES / 2 go at once, and a flush hands everything over. */
+#define MIX 4
+static void *mixed[MIX][10], *bigb[3];
+static size_t pend_seen[3];
+
+static void *free_mixed(void *arg)
+{
+	(void)arg;
+	void *own = alloc_malloc(16);               /* a heap of its own: frees are chained */
+	void *out[HEAP_PEND_WAYS * (HEAP_PEND_BLOCKS + 1)];
+	for (int i = 0; i < 10; i++)
+		for (int c = 0; c < MIX; c++) alloc_free(mixed[c][i]);
+	pend_seen[0] = heap_pending_blocks(out, sizeof out / sizeof out[0]);
+	for (int i = 0; i < 3; i++) alloc_free(bigb[i]);
+	pend_seen[1] = heap_pending_blocks(out, sizeof out / sizeof out[0]);
+	heap_flush_remote();
+	pend_seen[2] = heap_pending_blocks(out, sizeof out / sizeof out[0]);
+	alloc_free(own);
+	return NULL;
+}
+
+START_TEST(remote_frees_chained_per_run)
+{
+	static const size_t sizes[MIX] = { 24, 100, 300, 900 };
+	contig_stats_t st;
+	st.size = sizeof st;
+	contig_get_stats(&st);
+	size_t live0 = st.live_blocks;
+	for (int i = 0; i < 10; i++)
+		for (int c = 0; c < MIX; c++) mixed[c][i] = alloc_malloc(sizes[c]);
+	for (int i = 0; i < 3; i++) bigb[i] = alloc_malloc(12000);     /* one per chain */
+	/* four runs, one per class: in four different ways unless two indexes meet modulo the ways */
+	size_t ways = 0;
+	for (int c = 0; c < MIX; c++) {
+		bool seen = false;
+		for (int d = 0; d < c; d++)
+			seen |= ((page_of(mixed[c][0]) - G.pages) - (page_of(mixed[d][0]) - G.pages)) %
+			        HEAP_PEND_WAYS == 0;
+		ways += !seen;
+	}
+	pthread_t t;
+	pthread_create(&t, NULL, free_mixed, NULL);
+	pthread_join(t, NULL);
+	if (ways == MIX) ck_assert_uint_eq(pend_seen[0], MIX * 10);   /* all 40 chained, none pushed */
+	ck_assert_uint_le(pend_seen[0], MIX * 10);
+	ck_assert_uint_eq(pend_seen[1], pend_seen[0]);                 /* 12000-byte blocks: at once */
+	ck_assert_uint_eq(pend_seen[2], 0);
+	heap_collect_all();                                            /* the owner takes them back */
+	contig_get_stats(&st);
+	ck_assert_uint_le(st.live_blocks, live0);                      /* every one was handed over */
+}
+END_TEST
+
 START_TEST(thread_exit_then_free_elsewhere)
 {
 	contig_stats_t st;
@@ -284,6 +339,7 @@ Suite *heap_suite(void)
 	tcase_add_test(t, small_blocks);
 	tcase_add_test(t, freed_block_reused);
 	tcase_add_test(t, remote_frees_come_back);
+	tcase_add_test(t, remote_frees_chained_per_run);
 	tcase_add_test(t, thread_exit_then_free_elsewhere);
 	tcase_add_test(t, exit_while_freed_remotely);
 	tcase_add_test(t, large_blocks_and_realloc_in_place);
