@@ -191,6 +191,7 @@ static void page_release(heap_t *h, page_t *pg)
 		return;
 	}
 	pg->heap = NULL;
+	h->nruns--;
 	region_free(pg);
 }
 
@@ -199,6 +200,7 @@ static void spares_flush(heap_t *h)
 	while (h->nspare > 0) {
 		page_t *pg = h->spare[--h->nspare];
 		pg->heap = NULL;
+		h->nruns--;
 		region_free(pg);
 	}
 }
@@ -247,30 +249,66 @@ static __thread bool heap_exited __attribute__((tls_model("initial-exec")));
 #define HEAPLESS_FREES 64
 static __thread uint8_t heapless_frees __attribute__((tls_model("initial-exec")));
 
-static bool heap_holds_runs(const heap_t *h)
+/* Whether h still owns runs (full ones off its lists too). Read under heaps_lock, of abandoned
+ * heaps (which gain no runs, so a stale non-zero is the only possible error, a safe one) or of
+ * the caller's own. */
+static bool heap_holds_runs(const heap_t *h) { return __atomic_load_n(&h->nruns, __ATOMIC_RELAXED) != 0; }
+
+#define ADOPT_LOOK 4     /* abandoned heaps looked at for one that fits */
+
+/* Under heaps_lock: the link to the abandoned heap to adopt, among the first ADOPT_LOOK. With
+ * want_runs, the first that holds runs, else the first of all; without, the first that holds
+ * none, else NULL. */
+static heap_t **abandoned_pick(bool want_runs)
 {
-	for (int c = 0; c < NCLASS; c++)
-		if (h->pages[c] != &page_empty) return true;
-	return h->nspare != 0;
+	heap_t **l = &heaps_abandoned;
+	for (int i = 0; *l && i < ADOPT_LOOK; i++, l = &(*l)->next_abandoned)
+		if (heap_holds_runs(*l) == want_runs) return l;
+	return want_runs && heaps_abandoned ? &heaps_abandoned : NULL;
 }
 
-/* A heap for this thread: the last abandoned one, or a new one. With !adopt_runs, an abandoned
- * heap only if it holds no runs. */
-static heap_t *heap_create(bool adopt_runs)
+/* Under heaps_lock: take the abandoned heap at *l off the list and make it owned again. */
+static heap_t *adopt_locked(heap_t **l)
+{
+	heap_t *h = *l;
+	*l = h->next_abandoned;
+	pthread_mutex_lock(&h->lock);
+	locks_held++;
+	atomic_store(&h->abandoned, 0);
+	locks_held--;
+	pthread_mutex_unlock(&h->lock);
+	return h;
+}
+
+/* Under heaps_lock: h, which the calling thread leaves, becomes abandoned. */
+static void abandon_locked(heap_t *h)
+{
+	pthread_mutex_lock(&h->lock);
+	locks_held++;
+	atomic_store(&h->abandoned, 1);
+	locks_held--;
+	pthread_mutex_unlock(&h->lock);
+	h->next_abandoned = heaps_abandoned;
+	heaps_abandoned = h;
+}
+
+static void heap_set_tls(heap_t *h)
+{
+	heap_tls = h;
+	if (heap_key_ok) pthread_setspecific(heap_key, h);
+}
+
+/* A heap for this thread: an abandoned one (with for_free, only one that holds no runs: a thread
+ * that so far only frees would never tidy them), or a new one. */
+static heap_t *heap_create(bool for_free)
 {
 	CONTIG_ASSERT(atomic_load(&G.state) == 2);     /* the entry points initialised */
-	heap_t *h;
+	heap_t *h = NULL;
 	pthread_mutex_lock(&heaps_lock);
 	locks_held++;
-	h = heaps_abandoned;
-	if (h && !adopt_runs && heap_holds_runs(h)) h = NULL;
-	if (h) {
-		heaps_abandoned = h->next_abandoned;
-		pthread_mutex_lock(&h->lock);
-		locks_held++;
-		atomic_store(&h->abandoned, 0);
-		locks_held--;
-		pthread_mutex_unlock(&h->lock);
+	heap_t **l = abandoned_pick(!for_free);
+	if (l) {
+		h = adopt_locked(l);
 	} else {
 		h = meta_alloc(sizeof *h);
 		if (h) {
@@ -281,18 +319,40 @@ static heap_t *heap_create(bool adopt_runs)
 			heaps_all = h;
 		}
 	}
+	if (h) h->for_free = for_free;
 	locks_held--;
 	pthread_mutex_unlock(&heaps_lock);
 	if (!h) return NULL;
-	heap_tls = h;
-	if (heap_key_ok) pthread_setspecific(heap_key, h);
+	heap_set_tls(h);
 	return h;
+}
+
+/* The first malloc of a thread whose heap was made for its frees (and holds no runs yet): a
+ * thread that freed many blocks first, a predecessor's say, adopts an abandoned heap that holds
+ * runs now, as it would have with a malloc first; its own empty heap is left for the next. */
+static NOINLINE heap_t *heap_readopt(heap_t *h)
+{
+	h->for_free = false;
+	if (heap_holds_runs(h)) return h;
+	heap_flush_remote();
+	pthread_mutex_lock(&heaps_lock);
+	locks_held++;
+	heap_t **l = abandoned_pick(true);
+	heap_t *n = l && heap_holds_runs(*l) ? adopt_locked(l) : NULL;
+	if (n) abandon_locked(h);
+	locks_held--;
+	pthread_mutex_unlock(&heaps_lock);
+	if (!n) return h;
+	heap_set_tls(n);
+	return n;
 }
 
 heap_t *heap_get(void)
 {
 	heap_t *h = heap_tls;
-	return h != &heap_none ? h : heap_create(true);
+	if (unlikely(h == &heap_none)) return heap_create(false);
+	if (unlikely(h->for_free)) return heap_readopt(h);
+	return h;
 }
 
 /* Called once from initialisation: thread exit hands the heap back through this key. */
@@ -341,13 +401,7 @@ static void heap_destructor(void *arg)
 	heap_exited = true;
 	pthread_mutex_lock(&heaps_lock);
 	locks_held++;
-	pthread_mutex_lock(&h->lock);
-	locks_held++;
-	atomic_store(&h->abandoned, 1);
-	locks_held--;
-	pthread_mutex_unlock(&h->lock);
-	h->next_abandoned = heaps_abandoned;
-	heaps_abandoned = h;
+	abandon_locked(h);
 	locks_held--;
 	pthread_mutex_unlock(&heaps_lock);
 }
@@ -399,8 +453,11 @@ size_t heap_asked(const page_t *pg, const void *p)
 static page_t *new_page(heap_t *h, unsigned cls)
 {
 	page_t *pg = class_pages[cls] == 1 && h->nspare ? h->spare[--h->nspare] : NULL;
-	if (!pg) pg = region_alloc(class_pages[cls], PK_SMALL, 0);
-	if (!pg) return NULL;
+	if (!pg) {
+		pg = region_alloc(class_pages[cls], PK_SMALL, 0);
+		if (!pg) return NULL;
+		h->nruns++;
+	}
 	uint32_t bs = class_size[cls];
 	pg->heap = h;
 	pg->block_size = bs;
@@ -525,8 +582,8 @@ static void remote_push(page_t *pg, block_t *first, block_t *last)
  * which go to a different run nearly every time, still batch. A chain is handed over when it
  * reaches HEAP_PEND_BLOCKS blocks or HEAP_PEND_BYTES bytes, when another run needs its way, on
  * the thread's next malloc slow path, and at its exit: what a thread holds back is bounded
- * (at most 16 x 8 KiB, or one block per way above 8 KiB). The live bits stay set until the
- * owner collects, where a second free of a block is still caught. */
+ * (at most 16 x 16 KiB; blocks above 8 KiB go at once). The live bits stay set until the owner
+ * collects, where a second free of a block is still caught. */
 static void pend_flush(heap_t *me, unsigned way)
 {
 	struct pending *w = &me->pend[way];
@@ -570,11 +627,14 @@ static NOINLINE void free_remote_slow(heap_t *me, page_t *pg, block_t *b, unsign
 		 * one adopts only a heap that holds no runs (no one would tidy them as frees came in).
 		 * None while it holds a lock of ours or after its heap went back at exit: then the block
 		 * is handed over at once. */
-		if (++heapless_frees < HEAPLESS_FREES || heap_exited || locks_held || !(me = heap_create(false))) {
+		int saved = errno;      /* free keeps errno */
+		if (++heapless_frees < HEAPLESS_FREES || heap_exited || locks_held || !(me = heap_create(true))) {
+			errno = saved;
 			b->next = NULL;
 			remote_push(pg, b, b);
 			return;
 		}
+		errno = saved;
 	}
 	me->n_free++;
 	struct pending *w = &me->pend[way];

@@ -26,6 +26,8 @@ typedef struct heap {
 	uint32_t last[NCLASS];          /* last page of each class list (index + 1; 0 when none) */
 	page_t *spare[HEAP_SPARES];     /* empty one-page runs kept for the next class that needs one */
 	int nspare;
+	uint32_t nruns;                 /* small runs this heap owns, spares included */
+	bool for_free;                  /* made by a free, not used by a malloc yet */
 	uint32_t pend_mask;             /* which pend[] ways hold a chain */
 	struct pending {                /* this thread's frees into other threads' runs, not handed over
 	                                   yet: one chain per way, the way chosen by the run's index */

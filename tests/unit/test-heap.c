@@ -135,6 +135,45 @@ START_TEST(remote_frees_chained_per_run)
 }
 END_TEST
 
+/* A thread that frees many of another thread's blocks before its first malloc gets a heap for
+ * its chains, and its first malloc swaps that empty heap for the abandoned one that holds runs. */
+static void *mainblocks[200];
+static heap_t *t1_heap, *t2_before, *t2_after;
+
+static void *keep_and_exit(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 100; i++) xblocks[i] = alloc_malloc(48);
+	t1_heap = heap_tls;
+	return NULL;
+}
+
+static void *free_then_malloc(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 200; i++) alloc_free(mainblocks[i]);
+	t2_before = heap_tls;
+	void *p = alloc_malloc(48);
+	t2_after = heap_tls;
+	alloc_free(p);
+	return NULL;
+}
+
+START_TEST(freeing_thread_adopts_at_first_malloc)
+{
+	pthread_t t;
+	for (int i = 0; i < 200; i++) mainblocks[i] = alloc_malloc(100);
+	pthread_create(&t, NULL, keep_and_exit, NULL);
+	pthread_join(t, NULL);
+	pthread_create(&t, NULL, free_then_malloc, NULL);
+	pthread_join(t, NULL);
+	ck_assert_ptr_ne(t2_before, &heap_none);     /* 200 remote frees: a heap for the chains */
+	ck_assert_ptr_ne(t2_before, t1_heap);        /* not the one with runs */
+	ck_assert_ptr_eq(t2_after, t1_heap);         /* which the first malloc adopted */
+	for (int i = 0; i < 100; i++) alloc_free(xblocks[i]);
+}
+END_TEST
+
 START_TEST(thread_exit_then_free_elsewhere)
 {
 	contig_stats_t st;
@@ -340,6 +379,7 @@ Suite *heap_suite(void)
 	tcase_add_test(t, freed_block_reused);
 	tcase_add_test(t, remote_frees_come_back);
 	tcase_add_test(t, remote_frees_chained_per_run);
+	tcase_add_test(t, freeing_thread_adopts_at_first_malloc);
 	tcase_add_test(t, thread_exit_then_free_elsewhere);
 	tcase_add_test(t, exit_while_freed_remotely);
 	tcase_add_test(t, large_blocks_and_realloc_in_place);
