@@ -252,7 +252,10 @@ static __thread uint8_t heapless_frees __attribute__((tls_model("initial-exec"))
 /* Whether h still owns runs (full ones off its lists too). Read under heaps_lock, of abandoned
  * heaps (which gain no runs, so a stale non-zero is the only possible error, a safe one) or of
  * the caller's own. */
-static bool heap_holds_runs(const heap_t *h) { return __atomic_load_n(&h->nruns, __ATOMIC_RELAXED) != 0; }
+static bool heap_holds_runs(const heap_t *h)
+{
+	return __atomic_load_n(&h->nruns, __ATOMIC_RELAXED) != 0;
+}
 
 #define ADOPT_LOOK 4     /* abandoned heaps looked at for one that fits */
 
@@ -605,7 +608,8 @@ size_t heap_pending_blocks(void **out, size_t max)
 		const struct pending *w = &me->pend[i];
 		if (!w->pg) continue;
 		size_t k = 0;
-		for (block_t *b = w->first; b && range_has(b) && n < max && k <= w->n; b = remote_decode(b->next), k++)
+		for (block_t *b = w->first; b && range_has(b) && n < max && k <= w->n;
+		     b = remote_decode(b->next), k++)
 			out[n++] = b;
 	}
 	return n;

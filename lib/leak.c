@@ -39,7 +39,7 @@
 #define MSTACK_CAP  ((size_t)1 << 22)   /* mark stack entries (32 MiB, touched as used) */
 #define MAX_THREADS 4096
 #define NREGS       40
-#define NPEND       (HEAP_PEND_WAYS * (HEAP_PEND_BLOCKS + 1))
+#define NPEND       ((size_t)HEAP_PEND_WAYS * (HEAP_PEND_BLOCKS + 1))
 #define GROUP_SLOTS 16384u
 #define GROUPS_SHOWN 100
 #define TIME_CAP_MS 30000               /* a scan that takes longer is abandoned */
