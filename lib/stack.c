@@ -219,9 +219,9 @@ static void depth_once(void)
 }
 
 /* Captures before stack.c's constructor (another library's constructor may run first): the
- * loader installs the real malloc only once every initial object is relocated (libgcc_s too),
- * and its object lookup, used by the unwinder, has a slow path until it is set up, so a walk is
- * safe from the first call that reaches us. We also wait for libc's environ (the depth is read
+ * loader installs the real malloc only once every initial object is relocated, and its object
+ * lookup, used by the unwinder, has a slow path until it is set up, so a walk is safe from the
+ * first call that reaches us. We also wait for libc's environ (the depth is read
  * from it) and for the loader's debug state to say consistent (not while it maps objects). */
 static bool early_ok(void)
 {
