@@ -270,27 +270,29 @@ static heap_t **abandoned_pick(bool want_runs)
 	return want_runs && heaps_abandoned ? &heaps_abandoned : NULL;
 }
 
+/* h->abandoned = v under h's lock (held by whoever acts for an abandoned heap). */
+static void set_abandoned(heap_t *h, int v)
+{
+	pthread_mutex_lock(&h->lock);
+	locks_held++;
+	atomic_store(&h->abandoned, v);
+	locks_held--;
+	pthread_mutex_unlock(&h->lock);
+}
+
 /* Under heaps_lock: take the abandoned heap at *l off the list and make it owned again. */
 static heap_t *adopt_locked(heap_t **l)
 {
 	heap_t *h = *l;
 	*l = h->next_abandoned;
-	pthread_mutex_lock(&h->lock);
-	locks_held++;
-	atomic_store(&h->abandoned, 0);
-	locks_held--;
-	pthread_mutex_unlock(&h->lock);
+	set_abandoned(h, 0);
 	return h;
 }
 
 /* Under heaps_lock: h, which the calling thread leaves, becomes abandoned. */
 static void abandon_locked(heap_t *h)
 {
-	pthread_mutex_lock(&h->lock);
-	locks_held++;
-	atomic_store(&h->abandoned, 1);
-	locks_held--;
-	pthread_mutex_unlock(&h->lock);
+	set_abandoned(h, 1);
 	h->next_abandoned = heaps_abandoned;
 	heaps_abandoned = h;
 }
@@ -669,7 +671,7 @@ void heap_free_remote(page_t *pg, block_t *b, const char *func)
 {
 	(void)func;
 	heap_t *me = heap_tls;
-	unsigned way = (unsigned)(pg - G.pages) & (HEAP_PEND_WAYS - 1);
+	unsigned way = (unsigned)page_idx(pg) & (HEAP_PEND_WAYS - 1);
 	struct pending *w = &me->pend[way];
 	if (likely(w->pg == pg) && w->n + 1 < w->max) {
 		b->next = remote_encode(w->first);
