@@ -385,6 +385,7 @@ typedef struct symbolizer {
 	char path[256];                 /* module file */
 	int fd;                         /* socket to the child: addresses in, two lines per address out */
 	int pid;                        /* 0: none yet; -1: cannot be used (no addr2line, it died, timed out) */
+	bool stripped;                  /* the file has no .symtab: a name without a line is a dynsym's */
 } symbolizer_t;
 
 static symbolizer_t *syms;              /* SYM_MODULES entries, meta memory */
@@ -397,6 +398,41 @@ static void copy_str(char *dst, size_t n, const char *src)
 	size_t i = 0;
 	for (; src && src[i] && i + 1 < n; i++) dst[i] = src[i];
 	dst[i] = 0;
+}
+
+/* The exported symbol whose extent holds the call before return address pc, or NULL. dladdr (and
+ * addr2line on a file without .symtab) name the nearest exported symbol below an address even when
+ * it ends long before it: in a stripped program every static function would take the name of
+ * whatever exported function precedes it. A symbol without a size is not trusted either. */
+static const char *dynsym_holding(uintptr_t pc)
+{
+	Dl_info info;
+	const ElfW(Sym) *sym = NULL;
+	if (!pc || !dladdr1((void *)(pc - 1), &info, (void **)&sym, RTLD_DL_SYMENT)) return NULL;
+	if (!info.dli_sname || !info.dli_saddr || !sym) return NULL;
+	return pc - 1 - (uintptr_t)info.dli_saddr < sym->st_size ? info.dli_sname : NULL;
+}
+
+/* Whether the ELF file at path has no SHT_SYMTAB section (false when it cannot be read). */
+static bool elf_stripped(const char *path)
+{
+	int fd = (int)sc(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0) return false;
+	ElfW(Ehdr) eh;
+	static ElfW(Shdr) sh[32];
+	bool ok = os_syscall6(SYS_pread64, fd, (long)&eh, sizeof eh, 0, 0, 0) == (long)sizeof eh &&
+	          memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_shentsize == sizeof sh[0] && eh.e_shnum;
+	bool symtab = false;
+	for (unsigned i = 0; ok && !symtab && i < eh.e_shnum; i++) {
+		if (i % 32 == 0) {
+			unsigned k = eh.e_shnum - i < 32 ? eh.e_shnum - i : 32;
+			long want = (long)(k * sizeof sh[0]);
+			ok = os_syscall6(SYS_pread64, fd, (long)sh, want, (long)(eh.e_shoff + i * sizeof sh[0]), 0, 0) == want;
+		}
+		if (ok && sh[i % 32].sh_type == SHT_SYMTAB) symtab = true;
+	}
+	os_close(fd);
+	return ok && !symtab;
 }
 
 /* addr2line's path from PATH (or the usual places), into out; 0 when found. */
@@ -483,6 +519,7 @@ static symbolizer_t *symbolizer_for(const char *path)
 	else { s = &syms[SYM_MODULES - 1]; symbolizer_stop(s, false); }
 	copy_str(s->path, sizeof s->path, path);
 	s->pid = 0;
+	s->stripped = elf_stripped(path);
 	symbolizer_start(s);
 	return s->pid > 0 ? s : NULL;
 }
@@ -562,7 +599,10 @@ static void symbolizer_ask(symbolizer_t *s, const uintptr_t *pcs, const size_t *
 				else {
 					char *disc = strstr(line, " (discriminator");
 					if (disc) *disc = 0;
-					parse_answer(first, line, &out[idx[answered]]);
+					stack_sym_t *o = &out[idx[answered]];
+					parse_answer(first, line, o);
+					if (s->stripped && !o->line && o->func[0] && !dynsym_holding(pcs[idx[answered]]))
+						o->func[0] = 0;
 					answered++;
 					have_first = 0;
 				}
@@ -573,7 +613,6 @@ static void symbolizer_ask(symbolizer_t *s, const uintptr_t *pcs, const size_t *
 			if (rlen == sizeof rbuf - 1) rlen = 0;          /* a line longer than the buffer: drop it */
 		}
 	}
-	(void)pcs;
 	return;
 fail:
 	symbolizer_stop(s, true);
@@ -605,7 +644,8 @@ int stack_symbolize(const uintptr_t *pcs, size_t n, stack_sym_t *out)
 		}
 		module_path(info.dli_fname, o->module, sizeof o->module);
 		o->offset = pcs[i] - (lm ? lm->l_addr : (uintptr_t)info.dli_fbase);
-		if (info.dli_sname && info.dli_saddr) copy_str(o->func, sizeof o->func, info.dli_sname);
+		const char *name = dynsym_holding(pcs[i]);
+		if (name) copy_str(o->func, sizeof o->func, name);
 	}
 	/* one batch per module, at most 1024 frames per batch */
 	for (size_t start = 0; start < n; start += 1024) {
