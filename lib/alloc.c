@@ -89,7 +89,9 @@ static void *large_alloc(size_t n, size_t align, int zero)
 	if (n > G.size) return align <= OS_PAGE ? fallback_or_enomem_n(n, zero) : (errno = ENOMEM, NULL);
 	size_t np = (align_up(n ? n : 1, PAGE_SIZE)) >> PAGE_SHIFT;    /* size 0 still gets a page */
 	size_t extra = align > PAGE_SIZE ? (align >> PAGE_SHIFT) - 1 : 0;
-	page_t *h = region_alloc(np + extra, PK_LARGE, zero ? RUN_ZERO : 0);
+	/* while leaks are checked every block starts zeroed: no stale pointer in what the caller
+	 * has not written yet keeps a lost block reachable (small blocks: leak_note_new) */
+	page_t *h = region_alloc(np + extra, PK_LARGE, zero || G.slow_only ? RUN_ZERO : 0);
 	if (!h) return align <= OS_PAGE ? fallback_or_enomem_n(n, zero) : (errno = ENOMEM, NULL);
 	if (heap_tls != &heap_none) heap_tls->n_malloc++;
 	if (extra) {
@@ -285,12 +287,21 @@ void *alloc_realloc(void *p, size_t n)
 	if (old == 0) { errno = ENOMEM; return NULL; }
 	if (h->kind == PK_SMALL) {
 		if (n <= old && n > old / 2) {
-			if (G.slow_only) { heap_set_asked(h, p, n); leak_note_alloc(p, n); }
+			if (G.slow_only) {
+				/* the bytes it grows into get no stale pointer for the scan to follow */
+				size_t was = heap_asked(h, p);
+				if (n > was) memset((char *)p + was, 0, n - was);
+				heap_set_asked(h, p, n);
+				leak_note_alloc(p, n);
+			}
 			return p;
 		}
 	} else if (n > SMALL_MAX || n > old / 2) {
 		size_t np = align_up(n, PAGE_SIZE) >> PAGE_SHIFT;
-		if (np == h->npages || region_resize(h, np) == 0) {
+		/* while leaks are checked a large block grows only by moving: the new run's pages
+		 * are zeroed as calloc's are (the pages it would grow into may hold stale pointers) */
+		if (np == h->npages || ((!G.slow_only || np < h->npages) && region_resize(h, np) == 0)) {
+			if (G.slow_only && n > h->asked) memset((char *)p + h->asked, 0, n - h->asked);
 			h->usable = np << PAGE_SHIFT;
 			h->asked = n;
 			if (G.slow_only) leak_note_alloc(p, n);

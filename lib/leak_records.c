@@ -4,6 +4,7 @@
 #include "leak_records.h"
 #include "range.h"
 #include "stack.h"
+#include <string.h>
 
 static pthread_mutex_t dir_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -49,6 +50,6 @@ void leak_note_alloc(void *p, size_t asked)
 
 void leak_note_new(void *p, size_t asked)
 {
-	*(block_t **)p = NULL;
+	memset(p, 0, asked < sizeof(block_t *) ? sizeof(block_t *) : asked);
 	leak_note_alloc(p, asked);
 }

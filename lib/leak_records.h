@@ -11,9 +11,9 @@
  * heap.c's table (small blocks) and the page descriptor (large ones). A freed block needs no call:
  * its record is dead with its live bit and overwritten by the next allocation there. */
 __attribute__((visibility("hidden"))) void leak_note_alloc(void *p, size_t asked);
-/* The same for a small block just taken from a free list: also clears the list link the block
- * still holds in its first word, which the scan would otherwise follow to the next free block
- * (and to whichever block the program gets there next). */
+/* The same for a small block just taken from a free list: also zeroes the asked bytes (at least
+ * the list link in the first word), so that neither the link nor what an earlier block left there
+ * is a stale pointer the scan follows, keeping a lost block reachable. */
 __attribute__((visibility("hidden"))) void leak_note_new(void *p, size_t asked);
 
 typedef struct leak_small {

@@ -1,0 +1,56 @@
+/* stale.c - a block that is lost while a stale copy of its address is still in memory: the
+ * program frees the only block that pointed to it and gets that block's place back from the next
+ * malloc of its size, writing only its first bytes. The bytes it has not written yet must not hold
+ * the old pointer for the scan to follow (an allocator that reuses freed blocks at once, as this
+ * one does, would otherwise hand it back and the leak would go unseen). The same with a large
+ * block, whose pages come back from the free run they went to.
+ * EXPECT: direct=72/2 indirect=0/0
+ * STACK: stale_leak stale_setup main
+ * BUILD: -g -O0 -fno-omit-frame-pointer
+ */
+#include <stdlib.h>
+#include "corpus.h"
+
+static char **keep, **keep_large;      /* reachable to the end: the reused blocks */
+
+static NOINLINE void *stale_leak(void)
+{
+	char *p = malloc(40);
+	KEEP(p);
+	return p;
+}
+
+static NOINLINE void stale_setup(void)
+{
+	char **holder = malloc(64);
+	for (int i = 0; i < 8; i++) holder[i] = NULL;
+	holder[5] = stale_leak();       /* the only reference, in holder's sixth word */
+	free(holder);                   /* now lost: 40 bytes */
+	keep = malloc(64);              /* holder's place again; only its first word is written */
+	keep[0] = NULL;
+}
+
+static NOINLINE void *stale_leak_large(void)
+{
+	char *p = malloc(32);
+	KEEP(p);
+	return p;
+}
+
+static NOINLINE void stale_setup_large(void)
+{
+	char **holder = malloc(200000);
+	holder[0] = NULL;
+	holder[1000] = stale_leak_large();  /* the only reference, 8000 bytes in */
+	free(holder);
+	keep_large = malloc(200000);
+	keep_large[0] = NULL;
+}
+
+int main(void)
+{
+	stale_setup();
+	stale_setup_large();
+	scrub_stack();
+	return keep == NULL || keep_large == NULL;
+}
