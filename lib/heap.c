@@ -491,7 +491,7 @@ static page_t *new_page(heap_t *h, unsigned cls)
 
 void *heap_alloc_class(unsigned cls)
 {
-	heap_flush_remote();
+	if (heap_tls->pend_mask) heap_flush_remote();    /* the test inline: most slow paths have none */
 	heap_t *h = heap_get();
 	if (unlikely(!h)) { errno = ENOMEM; return NULL; }
 	if (atomic_load_explicit(&h->delayed, memory_order_relaxed)) drain_delayed(h);
