@@ -254,9 +254,16 @@ size_t alloc_usable_size(const void *p)
 	if (h->kind == PK_SMALL) {
 		uintptr_t off = (uintptr_t)p - page_start(h);
 		if (off % h->block_size) return 0;
+		/* while leaks are checked, the scan reads from now on all the bytes the program was
+		 * told it may use */
+		if (unlikely(G.slow_only) && live_test(h, block_index(h, off)))
+			leak_note_usable((void *)p, heap_asked(h, p), h->block_size);
 		return h->block_size;
 	}
-	if (h->kind == PK_LARGE && (uintptr_t)p == page_addr(page_idx(h))) return h->usable;
+	if (h->kind == PK_LARGE && (uintptr_t)p == page_addr(page_idx(h))) {
+		if (unlikely(G.slow_only)) leak_note_usable((void *)p, h->asked, h->usable);
+		return h->usable;
+	}
 	return 0;
 }
 

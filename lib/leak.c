@@ -205,11 +205,25 @@ static bool find_block(uintptr_t v, blk_t *b)
 
 static inline bool blk_reached(const blk_t *b) { return bit_get(reach, b->mk); }
 
-/* The bytes of b the caller asked for, rounded down to whole words: what is scanned and counted. */
+/* The bytes of b the caller asked for: what the report counts, and what the scan reads (rounded
+ * down to whole words) unless the program asked malloc_usable_size for the block. */
 static size_t blk_asked(const blk_t *b)
 {
 	if (b->t) return heap_asked(b->head, (void *)b->start);
 	return b->head->asked;
+}
+
+static uint32_t blk_record(const blk_t *b)
+{
+	return b->t ? b->t->stack[b->bit] : leak_dir()[page_idx(b->head)].large_stack;
+}
+
+/* The bytes of b the scan reads: the asked ones, or all of them once the program was told by
+ * malloc_usable_size that it may use them (LEAK_USABLE). */
+static size_t blk_scan_len(const blk_t *b)
+{
+	size_t n = blk_record(b) & LEAK_USABLE ? b->len : blk_asked(b);
+	return n > b->len ? b->len : n;
 }
 
 /* ---- reading memory that may not be readable: a fault skips the rest of the OS page ---- */
@@ -337,8 +351,7 @@ static void scan_block_at(uintptr_t a)
 {
 	blk_t b;
 	if (!find_block(a, &b)) return;
-	size_t n = blk_asked(&b);
-	if (n > b.len) n = b.len;
+	size_t n = blk_scan_len(&b);
 	links_key = heap_remote_key();
 	scan_region(b.start, b.start + n);
 	links_key = 0;
@@ -683,8 +696,7 @@ static void save_regs(volatile uintptr_t *r)
 static void indirect_cb(const blk_t *b)
 {
 	if (blk_reached(b)) return;
-	size_t n = blk_asked(b);
-	if (n > b->len) n = b->len;
+	size_t n = blk_scan_len(b);
 	SX->self_mk = b->mk;
 	links_key = heap_remote_key();
 	scan_region(b->start, b->start + n);
@@ -720,8 +732,7 @@ static void collect_cb(const blk_t *b)
 {
 	if (blk_reached(b)) return;
 	int indirect = bit_get(ind, b->mk);
-	uint32_t stack = b->t ? b->t->stack[b->bit] : leak_dir()[page_idx(b->head)].large_stack;
-	group_add(stack, indirect, blk_asked(b));
+	group_add(blk_record(b) & ~LEAK_USABLE, indirect, blk_asked(b));
 }
 
 /* ---- suppressions ---- */

@@ -53,3 +53,23 @@ void leak_note_new(void *p, size_t asked)
 	memset(p, 0, asked < sizeof(block_t *) ? sizeof(block_t *) : asked);
 	leak_note_alloc(p, asked);
 }
+
+void leak_note_usable(void *p, size_t asked, size_t usable)
+{
+	leak_dir_t *d = leak_dir();
+	if (!d || !range_has(p)) return;
+	page_t *h = leak_head_of(page_of(p));
+	uint32_t *rec;
+	if (h->kind == PK_LARGE) {
+		rec = &d[page_idx(h)].large_stack;
+	} else if (h->kind == PK_SMALL) {
+		leak_small_t *t = atomic_load_explicit(&d[page_idx(h)].small, memory_order_acquire);
+		if (!t) return;
+		rec = &t->stack[block_index(h, (uintptr_t)p - h->start)];
+	} else {
+		return;
+	}
+	if (*rec & LEAK_USABLE) return;             /* asked before: what is there now is the program's */
+	if (usable > asked) memset((char *)p + asked, 0, usable - asked);
+	*rec |= LEAK_USABLE;
+}

@@ -16,6 +16,15 @@ __attribute__((visibility("hidden"))) void leak_note_alloc(void *p, size_t asked
  * is a stale pointer the scan follows, keeping a lost block reachable. */
 __attribute__((visibility("hidden"))) void leak_note_new(void *p, size_t asked);
 
+/* A record's stack id with this bit set: the program asked malloc_usable_size for the block, so it
+ * may keep data, pointers too, in all of it; the scan then reads the usable bytes, while the report
+ * still counts the asked ones. A new allocation there writes a plain id again. */
+#define LEAK_USABLE 0x80000000u
+/* Called by malloc_usable_size (only while G.slow_only) for a live block of the range: zeroes its
+ * bytes past the asked ones (the program was never told it owned them, so nothing it wrote is
+ * there, only what an earlier block left) and marks its record LEAK_USABLE. */
+__attribute__((visibility("hidden"))) void leak_note_usable(void *p, size_t asked, size_t usable);
+
 typedef struct leak_small {
 	uint32_t stack[LIVE_BITS];          /* allocation stack id per block, by its index (0: none) */
 } leak_small_t;                         /* (the check's marks are leak.c's own, one bit per block) */
