@@ -295,11 +295,9 @@ void *alloc_realloc(void *p, size_t n)
 	if (h->kind == PK_SMALL) {
 		if (n <= old && n > old / 2) {
 			if (G.slow_only) {
-				/* the bytes it grows into get no stale pointer for the scan to follow */
 				size_t was = heap_asked(h, p);
-				if (n > was) memset((char *)p + was, 0, n - was);
 				heap_set_asked(h, p, n);
-				leak_note_alloc(p, n);
+				leak_note_realloc(p, was, n);
 			}
 			return p;
 		}
@@ -308,10 +306,10 @@ void *alloc_realloc(void *p, size_t n)
 		/* while leaks are checked a large block grows only by moving: the new run's pages
 		 * are zeroed as calloc's are (the pages it would grow into may hold stale pointers) */
 		if (np == h->npages || ((!G.slow_only || np < h->npages) && region_resize(h, np) == 0)) {
-			if (G.slow_only && n > h->asked) memset((char *)p + h->asked, 0, n - h->asked);
+			size_t was = h->asked;
 			h->usable = np << PAGE_SHIFT;
 			h->asked = n;
-			if (G.slow_only) leak_note_alloc(p, n);
+			if (G.slow_only) leak_note_realloc(p, was, n);
 			return p;
 		}
 	}

@@ -24,33 +24,45 @@ leak_dir_t *leak_dir_make(void)
 }
 
 
-void leak_note_alloc(void *p, size_t asked)
+/* Record the caller's stack for p; realloc (a block kept in place, was its asked bytes until now):
+ * the LEAK_USABLE mark stays (what the program wrote past its asked bytes is still its own), and an
+ * unmarked block zeroes the bytes it grows into (what is there was left by an earlier block). */
+static void note(void *p, bool realloc, size_t was, size_t asked)
 {
-	(void)asked;
 	if (!range_has(p)) return;                          /* CONTIG_FALLBACK blocks are not tracked */
 	uint32_t id = stack_capture();
 	leak_dir_t *d = leak_dir_make();
 	if (!d) return;
 	page_t *h = leak_head_of(page_of(p));
 	size_t hi = page_idx(h);
+	uint32_t *rec;
 	if (h->kind == PK_LARGE) {
-		d[hi].large_stack = id;
+		rec = &d[hi].large_stack;
+	} else if (h->kind == PK_SMALL) {
+		leak_small_t *t = atomic_load_explicit(&d[hi].small, memory_order_acquire);
+		if (!t) {
+			leak_small_t *mine = meta_alloc(sizeof *mine);
+			if (!mine) return;
+			t = NULL;
+			if (atomic_compare_exchange_strong(&d[hi].small, &t, mine)) t = mine;
+		}
+		rec = &t->stack[block_index(h, (uintptr_t)p - h->start)];
+	} else {
 		return;
 	}
-	if (h->kind != PK_SMALL) return;
-	leak_small_t *t = atomic_load_explicit(&d[hi].small, memory_order_acquire);
-	if (!t) {
-		leak_small_t *mine = meta_alloc(sizeof *mine);
-		if (!mine) return;
-		t = NULL;
-		if (atomic_compare_exchange_strong(&d[hi].small, &t, mine)) t = mine;
-	}
-	t->stack[block_index(h, (uintptr_t)p - h->start)] = id;
+	uint32_t usable = realloc ? *rec & LEAK_USABLE : 0;
+	if (realloc && !usable && asked > was) memset((char *)p + was, 0, asked - was);
+	*rec = id | usable;
 }
+
+void leak_note_alloc(void *p, size_t asked) { note(p, false, 0, asked); }
+void leak_note_realloc(void *p, size_t was, size_t asked) { note(p, true, was, asked); }
 
 void leak_note_new(void *p, size_t asked)
 {
-	memset(p, 0, asked < sizeof(block_t *) ? sizeof(block_t *) : asked);
+	/* the whole block: realloc copies its usable bytes when it moves it */
+	const page_t *h = leak_head_of(page_of(p));
+	memset(p, 0, h->kind == PK_SMALL && h->block_size > asked ? h->block_size : asked);
 	leak_note_alloc(p, asked);
 }
 

@@ -11,9 +11,13 @@
  * heap.c's table (small blocks) and the page descriptor (large ones). A freed block needs no call:
  * its record is dead with its live bit and overwritten by the next allocation there. */
 __attribute__((visibility("hidden"))) void leak_note_alloc(void *p, size_t asked);
-/* The same for a small block just taken from a free list: also zeroes the asked bytes (at least
- * the list link in the first word), so that neither the link nor what an earlier block left there
- * is a stale pointer the scan follows, keeping a lost block reachable. */
+/* The same for a block realloc kept in place, asked was bytes until now: its LEAK_USABLE mark
+ * (below) stays; an unmarked block has the bytes it grows into zeroed. */
+__attribute__((visibility("hidden"))) void leak_note_realloc(void *p, size_t was, size_t asked);
+/* The same for a small block just taken from a free list: also zeroes the whole block (the list
+ * link in its first word included), so that neither the link nor what an earlier block left there
+ * is a stale pointer the scan follows, keeping a lost block reachable; the bytes past the asked
+ * ones too, since realloc copies them when it moves the block. */
 __attribute__((visibility("hidden"))) void leak_note_new(void *p, size_t asked);
 
 /* A record's stack id with this bit set: the program asked malloc_usable_size for the block, so it

@@ -3,15 +3,16 @@
  * malloc of its size, writing only its first bytes. The bytes it has not written yet must not hold
  * the old pointer for the scan to follow (an allocator that reuses freed blocks at once, as this
  * one does, would otherwise hand it back and the leak would go unseen). The same with a large
- * block, whose pages come back from the free run they went to.
- * EXPECT: direct=72/2 indirect=0/0
+ * block, whose pages come back from the free run they went to, and with a block asked smaller
+ * than its place and then grown by realloc, which copies the whole old block when it moves it.
+ * EXPECT: direct=88/3 indirect=0/0
  * STACK: stale_leak stale_setup main
  * BUILD: -g -O0 -fno-omit-frame-pointer
  */
 #include <stdlib.h>
 #include "corpus.h"
 
-static char **keep, **keep_large;      /* reachable to the end: the reused blocks */
+static char **keep, **keep_large, **keep_moved;  /* reachable to the end: the reused blocks */
 
 static NOINLINE void *stale_leak(void)
 {
@@ -47,10 +48,30 @@ static NOINLINE void stale_setup_large(void)
 	keep_large[0] = NULL;
 }
 
+static NOINLINE void *stale_leak_moved(void)
+{
+	char *p = malloc(16);
+	KEEP(p);
+	return p;
+}
+
+static NOINLINE void stale_setup_moved(void)
+{
+	char **holder = malloc(32);
+	for (int i = 0; i < 4; i++) holder[i] = NULL;
+	holder[3] = stale_leak_moved();     /* the only reference, in the last word */
+	free(holder);
+	keep_moved = malloc(20);            /* holder's place: 20 bytes asked of 32 */
+	keep_moved[0] = NULL;
+	keep_moved = realloc(keep_moved, 40);
+	if (keep_moved) keep_moved[1] = NULL;
+}
+
 int main(void)
 {
 	stale_setup();
 	stale_setup_large();
+	stale_setup_moved();
 	scrub_stack();
-	return keep == NULL || keep_large == NULL;
+	return keep == NULL || keep_large == NULL || keep_moved == NULL;
 }
