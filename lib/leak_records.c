@@ -24,10 +24,10 @@ leak_dir_t *leak_dir_make(void)
 }
 
 
-/* Record the caller's stack for p; realloc (a block kept in place, was its asked bytes until now):
+/* Record the caller's stack for p; in_place (a block realloc kept, was its asked bytes until now):
  * the LEAK_USABLE mark stays (what the program wrote past its asked bytes is still its own), and an
  * unmarked block zeroes the bytes it grows into (what is there was left by an earlier block). */
-static void note(void *p, bool realloc, size_t was, size_t asked)
+static void note(void *p, bool in_place, size_t was, size_t asked)
 {
 	if (!range_has(p)) return;                          /* CONTIG_FALLBACK blocks are not tracked */
 	uint32_t id = stack_capture();
@@ -50,8 +50,8 @@ static void note(void *p, bool realloc, size_t was, size_t asked)
 	} else {
 		return;
 	}
-	uint32_t usable = realloc ? *rec & LEAK_USABLE : 0;
-	if (realloc && !usable && asked > was) memset((char *)p + was, 0, asked - was);
+	uint32_t usable = in_place ? *rec & LEAK_USABLE : 0;
+	if (in_place && !usable && asked > was) memset((char *)p + was, 0, asked - was);
 	*rec = id | usable;
 }
 
