@@ -24,6 +24,23 @@ leak_dir_t *leak_dir_make(void)
 }
 
 
+/* Where the stack id of block p (of run h, head of a PK_LARGE or PK_SMALL run) is kept, or NULL;
+ * create: make the run's table of records when it has none yet. */
+static uint32_t *record_of(leak_dir_t *d, page_t *h, const void *p, bool create)
+{
+	size_t hi = page_idx(h);
+	if (h->kind == PK_LARGE) return &d[hi].large_stack;
+	if (h->kind != PK_SMALL) return NULL;
+	leak_small_t *t = atomic_load_explicit(&d[hi].small, memory_order_acquire);
+	if (!t) {
+		if (!create) return NULL;
+		leak_small_t *mine = meta_alloc(sizeof *mine);
+		if (!mine) return NULL;
+		if (atomic_compare_exchange_strong(&d[hi].small, &t, mine)) t = mine;
+	}
+	return &t->stack[block_index(h, (uintptr_t)p - h->start)];
+}
+
 /* Record the caller's stack for p; in_place (a block realloc kept, was its asked bytes until now):
  * the LEAK_USABLE mark stays (what the program wrote past its asked bytes is still its own), and an
  * unmarked block zeroes the bytes it grows into (what is there was left by an earlier block). */
@@ -33,23 +50,8 @@ static void note(void *p, bool in_place, size_t was, size_t asked)
 	uint32_t id = stack_capture();
 	leak_dir_t *d = leak_dir_make();
 	if (!d) return;
-	page_t *h = leak_head_of(page_of(p));
-	size_t hi = page_idx(h);
-	uint32_t *rec;
-	if (h->kind == PK_LARGE) {
-		rec = &d[hi].large_stack;
-	} else if (h->kind == PK_SMALL) {
-		leak_small_t *t = atomic_load_explicit(&d[hi].small, memory_order_acquire);
-		if (!t) {
-			leak_small_t *mine = meta_alloc(sizeof *mine);
-			if (!mine) return;
-			t = NULL;
-			if (atomic_compare_exchange_strong(&d[hi].small, &t, mine)) t = mine;
-		}
-		rec = &t->stack[block_index(h, (uintptr_t)p - h->start)];
-	} else {
-		return;
-	}
+	uint32_t *rec = record_of(d, leak_head_of(page_of(p)), p, true);
+	if (!rec) return;
 	uint32_t usable = in_place ? *rec & LEAK_USABLE : 0;
 	if (in_place && !usable && asked > was) memset((char *)p + was, 0, asked - was);
 	*rec = id | usable;
@@ -70,18 +72,8 @@ void leak_note_usable(void *p, size_t asked, size_t usable)
 {
 	leak_dir_t *d = leak_dir();
 	if (!d || !range_has(p)) return;
-	page_t *h = leak_head_of(page_of(p));
-	uint32_t *rec;
-	if (h->kind == PK_LARGE) {
-		rec = &d[page_idx(h)].large_stack;
-	} else if (h->kind == PK_SMALL) {
-		leak_small_t *t = atomic_load_explicit(&d[page_idx(h)].small, memory_order_acquire);
-		if (!t) return;
-		rec = &t->stack[block_index(h, (uintptr_t)p - h->start)];
-	} else {
-		return;
-	}
-	if (*rec & LEAK_USABLE) return;             /* asked before: what is there now is the program's */
+	uint32_t *rec = record_of(d, leak_head_of(page_of(p)), p, false);
+	if (!rec || (*rec & LEAK_USABLE)) return;   /* asked before: what is there now is the program's */
 	if (usable > asked) memset((char *)p + asked, 0, usable - asked);
 	*rec |= LEAK_USABLE;
 }
