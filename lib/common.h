@@ -107,7 +107,7 @@ _Static_assert(sizeof(page_t) == 64, "page descriptor is one cache line");
 /* What other threads write in a small run: a cache line of its own, just before the run's live
  * bitmap, so that their frees do not take the owner's descriptor line away from it. */
 typedef struct remote {
-	_Atomic(uintptr_t) thread_free; /* blocks other threads freed (lock-free stack) */
+	_Atomic(uint64_t) pending;      /* bit k set: word k of the run's freed bitmap may hold bits */
 	struct page *delayed_next;      /* link on heap->delayed */
 	_Atomic(uint8_t) qstate;        /* Q_* */
 	uint8_t pad[47];
@@ -122,6 +122,14 @@ enum {
 };
 
 static inline remote_t *page_remote(const struct page *pg) { return (remote_t *)(void *)pg->live - 1; }
+
+/* A small run's freed bitmap, after its live bitmap: the bits of blocks other threads freed that
+ * the owner has not taken back yet (set with an atomic or, cleared by the owner). */
+#define META_CHUNK   (sizeof(remote_t) + 2 * (size_t)LIVE_BYTES)   /* remote_t, live bitmap, freed bitmap */
+static inline _Atomic(uint64_t) *page_freed(const struct page *pg)
+{
+	return (_Atomic(uint64_t) *)(void *)(pg->live + LIVE_BITS / 64);
+}
 
 /* ---- global state (common.c) ---- */
 typedef struct contig_global {

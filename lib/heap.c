@@ -1,5 +1,5 @@
-/* heap.c - thread heaps and their pages of small blocks: refilling, remote frees (mimalloc-style
- * free-list sharding), full pages, thread exit and heap adoption, fork. */
+/* heap.c - thread heaps and their pages of small blocks: refilling, remote frees (a freed bitmap
+ * per run, taken back by the owner), full pages, thread exit and heap adoption, fork. */
 #include "heap.h"
 #include "region.h"
 #include "range.h"
@@ -7,8 +7,6 @@
 #include "leak_records.h"
 #include <errno.h>
 #include <string.h>
-#include <sys/random.h>
-#include <sys/syscall.h>
 
 page_t page_empty;     /* what an empty class list points to: its free list is always NULL */
 /* A thread's heap before it has one: every fast path through it fails, and the slow path makes
@@ -99,52 +97,48 @@ static void list_remove(heap_t *h, page_t *pg)
 	pg->next = pg->prev = 0;
 }
 
-/* ---- remote links ---- */
-/* Links between blocks freed by other threads are stored xor a secret whose top bit is set:
- * a use-after-free write of a pointer or of plain data into such a link decodes to an address
- * far outside the range, which collect_remote refuses. (The owner's own list needs no key: a
- * link there can only lead to a block the live bitmap says is free, or malloc aborts.) */
-static uintptr_t remote_key = (uintptr_t)1 << 63;
-
-static inline block_t *remote_encode(block_t *b) { return (block_t *)((uintptr_t)b ^ remote_key); }
-static inline block_t *remote_decode(block_t *e) { return (block_t *)((uintptr_t)e ^ remote_key); }
-block_t *heap_remote_next(const block_t *b) { return remote_decode(b->next); }
-uintptr_t heap_remote_key(void) { return remote_key; }
-
 /* ---- collecting ---- */
-/* Take the blocks other threads freed; their live bits are cleared here, where a second free of
- * the same block is caught. */
-/* The rest of the list collect_remote is taking (links still encoded), while it runs: the leak
- * check treats those blocks as freed, as they are, though their live bits are still set. */
-static __thread block_t *collecting __attribute__((tls_model("initial-exec")));
-block_t *heap_collecting(void) { return collecting; }
-
+/* Other threads free a block of pg by setting its bit in the run's freed bitmap with one atomic
+ * or (and its word's bit in remote->pending when the word was empty): they never write the block,
+ * so the owner takes a whole word of frees back without following a chain of links through
+ * memory another core wrote last, and no link of theirs exists for a stray write to corrupt.
+ * The live bits stay set until the owner collects: a block freed by two threads, or by another
+ * thread and then by the owner, is caught (here, or by the freeing thread's atomic or). */
 static void collect_remote(page_t *pg)
 {
-	if (!atomic_load_explicit(&page_remote(pg)->thread_free, memory_order_relaxed)) return;
-	uintptr_t tf = atomic_exchange_explicit(&page_remote(pg)->thread_free, 0, memory_order_acquire);
-	if (!tf) return;
+	remote_t *r = page_remote(pg);
+	if (!atomic_load_explicit(&r->pending, memory_order_relaxed)) return;
+	uint64_t words = atomic_exchange(&r->pending, 0);
+	_Atomic(uint64_t) *freed = page_freed(pg);
 	uintptr_t start = pg->start;
+	size_t bs = pg->block_size;
+	block_t *head = pg->free;
 	uint32_t n = 0;
-	block_t *b = (block_t *)tf, *last = NULL;
-	collecting = b;
-	while (b) {
-		/* b came from a link written while the block was freed, so it is checked before it
-		 * is followed: a block of this run, still live (remote frees clear the bit here) */
-		uint64_t bit = block_index(pg, (uintptr_t)b - start);
-		if (bit >= pg->capacity) fatal_corrupt("malloc", b);
-		uint64_t m = 1ull << (bit & 63), *w = &pg->live[bit >> 6];
-		uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
-		if (!(v & m)) fatal_pointer("free", b);
-		__atomic_store_n(w, v & ~m, __ATOMIC_RELAXED);
-		n++;
-		last = b;
-		b = remote_decode(b->next);
-		collecting = b;
-		last->next = b;                      /* a plain link from now on: the local list */
+	while (words) {
+		unsigned k = (unsigned)__builtin_ctzll(words);
+		words &= words - 1;
+		uint64_t m = atomic_load_explicit(&freed[k], memory_order_acquire);
+		if (!m) continue;
+		uint64_t v = pg->live[k];
+		if (unlikely(m & ~v))
+			/* freed by another thread and, before, by the owner: a double free */
+			fatal_pointer("free", (void *)(start + ((size_t)k * 64 + (size_t)__builtin_ctzll(m & ~v)) * bs));
+		/* live bit first, then the freed bit: a leak check stopping this thread in between
+		 * sees each block free, never live and unfreed */
+		__atomic_store_n(&pg->live[k], v & ~m, __ATOMIC_RELAXED);
+		/* a free into this word since the load found the word not empty and left pending
+		 * alone: take it in this round */
+		if (atomic_fetch_and_explicit(&freed[k], ~m, memory_order_acq_rel) & ~m) words |= 1ull << k;
+		n += (uint32_t)__builtin_popcountll(m);
+		uintptr_t base = start + (size_t)k * 64 * bs;
+		while (m) {
+			block_t *b = (block_t *)(base + (size_t)__builtin_ctzll(m) * bs);
+			m &= m - 1;
+			b->next = head;
+			head = b;
+		}
 	}
-	last->next = pg->free;
-	pg->free = (block_t *)tf;
+	pg->free = head;
 	pg->used -= n;
 }
 
@@ -207,7 +201,7 @@ static void spares_flush(heap_t *h)
 
 /* pg has nothing to give: take it off the list. The first remote free into it will queue it on
  * h->delayed for the owner to put back; a local free puts it back at once (at the end). Owner
- * and remote freer each write one word and then read the other's (qstate, thread_free): both
+ * and remote freer each write one word and then read the other's (qstate, pending): both
  * sides' accesses are sequentially consistent, so at least one of them sees the other. */
 static void page_to_full(heap_t *h, page_t *pg)
 {
@@ -219,7 +213,7 @@ static void page_to_full(heap_t *h, page_t *pg)
 	if (atomic_load_explicit(&r->qstate, memory_order_relaxed) != Q_QUIET) return;
 	uint8_t quiet = Q_QUIET;
 	if (!atomic_compare_exchange_strong(&r->qstate, &quiet, Q_WATCH)) return;
-	if (atomic_load(&r->thread_free) != 0) {
+	if (atomic_load(&r->pending) != 0) {
 		/* a remote free raced in: keep the page listed; if it was queued, the drain skips it */
 		pg->used &= ~USED_UNLISTED;
 		list_push_back(h, pg);
@@ -243,11 +237,6 @@ static void drain_delayed(heap_t *h)
 
 /* ---- heaps ---- */
 static void heap_destructor(void *arg);
-/* Set once the thread's heap went back at its exit: later frees (other libraries' thread-exit
- * code) hand their blocks over at once rather than make a heap for the pend table. */
-static __thread bool heap_exited __attribute__((tls_model("initial-exec")));
-#define HEAPLESS_FREES 64
-static __thread uint8_t heapless_frees __attribute__((tls_model("initial-exec")));
 
 /* Whether h still owns runs (full ones off its lists too). Read under heaps_lock, of abandoned
  * heaps (which gain no runs, so a stale non-zero is the only possible error, a safe one) or of
@@ -303,15 +292,14 @@ static void heap_set_tls(heap_t *h)
 	if (heap_key_ok) pthread_setspecific(heap_key, h);
 }
 
-/* A heap for this thread: an abandoned one (with for_free, only one that holds no runs: a thread
- * that so far only frees would never tidy them), or a new one. */
-static heap_t *heap_create(bool for_free)
+/* A heap for this thread: an abandoned one (one that still holds runs first), or a new one. */
+static heap_t *heap_create(void)
 {
 	CONTIG_ASSERT(atomic_load(&G.state) == 2);     /* the entry points initialised */
 	heap_t *h = NULL;
 	pthread_mutex_lock(&heaps_lock);
 	locks_held++;
-	heap_t **l = abandoned_pick(!for_free);
+	heap_t **l = abandoned_pick(true);
 	if (l) {
 		h = adopt_locked(l);
 	} else {
@@ -324,7 +312,6 @@ static heap_t *heap_create(bool for_free)
 			heaps_all = h;
 		}
 	}
-	if (h) h->for_free = for_free;
 	locks_held--;
 	pthread_mutex_unlock(&heaps_lock);
 	if (!h) return NULL;
@@ -332,41 +319,16 @@ static heap_t *heap_create(bool for_free)
 	return h;
 }
 
-/* The first malloc of a thread whose heap was made for its frees (and holds no runs yet): a
- * thread that freed many blocks first, a predecessor's say, adopts an abandoned heap that holds
- * runs now, as it would have with a malloc first; its own empty heap is left for the next. */
-static NOINLINE heap_t *heap_readopt(heap_t *h)
-{
-	h->for_free = false;
-	if (heap_holds_runs(h)) return h;
-	heap_flush_remote();
-	pthread_mutex_lock(&heaps_lock);
-	locks_held++;
-	heap_t **l = abandoned_pick(true);
-	heap_t *n = l && heap_holds_runs(*l) ? adopt_locked(l) : NULL;
-	if (n) abandon_locked(h);
-	locks_held--;
-	pthread_mutex_unlock(&heaps_lock);
-	if (!n) return h;
-	heap_set_tls(n);
-	return n;
-}
-
 heap_t *heap_get(void)
 {
 	heap_t *h = heap_tls;
-	if (unlikely(h == &heap_none)) return heap_create(false);
-	if (unlikely(h->for_free)) return heap_readopt(h);
+	if (unlikely(h == &heap_none)) return heap_create();
 	return h;
 }
 
 /* Called once from initialisation: thread exit hands the heap back through this key. */
 void heap_init_key(void)
 {
-	uint64_t k = 0;
-	if (os_syscall6(SYS_getrandom, (long)&k, sizeof k, GRND_NONBLOCK, 0, 0, 0) != (long)sizeof k)
-		k = os_now_ms() * 0x9e3779b97f4a7c15ull ^ (uintptr_t)&k;
-	remote_key = (uintptr_t)(k | (uint64_t)1 << 63);
 	CONTIG_ASSERT(heap_tables_ok());
 	heap_key_ok = pthread_key_create(&heap_key, heap_destructor) == 0;
 }
@@ -399,11 +361,9 @@ static void heap_destructor(void *arg)
 {
 	heap_t *h = arg;
 	if (!h || heap_tls != h) return;
-	heap_flush_remote();
 	tidy_heap(h, false);
 	spares_flush(h);
 	heap_tls = &heap_none;
-	heap_exited = true;
 	pthread_mutex_lock(&heaps_lock);
 	locks_held++;
 	abandon_locked(h);
@@ -475,7 +435,7 @@ static page_t *new_page(heap_t *h, unsigned cls)
 	uint64_t odd = bs >> pg->rot, inv = odd;      /* Newton: each step doubles the correct bits */
 	for (int i = 0; i < 5; i++) inv *= 2 - odd * inv;
 	pg->inv = inv;
-	atomic_store_explicit(&page_remote(pg)->thread_free, 0, memory_order_relaxed);
+	atomic_store_explicit(&page_remote(pg)->pending, 0, memory_order_relaxed);
 	atomic_store_explicit(&page_remote(pg)->qstate, Q_QUIET, memory_order_relaxed);
 	/* One live bit per block, numbered by block_index: the bitmap is as short as it can be (a
 	 * 160-byte class's is one cache line), so it stays in cache. */
@@ -491,7 +451,6 @@ static page_t *new_page(heap_t *h, unsigned cls)
 
 void *heap_alloc_class(unsigned cls)
 {
-	if (heap_tls->pend_mask) heap_flush_remote();    /* the test inline: most slow paths have none */
 	heap_t *h = heap_get();
 	if (unlikely(!h)) { errno = ENOMEM; return NULL; }
 	if (atomic_load_explicit(&h->delayed, memory_order_relaxed)) drain_delayed(h);
@@ -545,20 +504,26 @@ void heap_free_local_slow(page_t *pg)
 	}
 }
 
-/* Hand a chain of blocks of pg (first .. last) to its owner with one atomic push. */
-static void remote_push(page_t *pg, block_t *first, block_t *last)
+/* A free from a thread that does not own pg: b's bit joins the run's freed bitmap. */
+void heap_free_remote(page_t *pg, void *b, uint64_t bit, const char *func)
 {
-	heap_t *h = pg->heap;
 	remote_t *r = page_remote(pg);
-	/* A chain's last block ends it with NULL until now. A second free of it joined the chain
-	 * again as its first block and overwrote that link: the push below would overwrite it once
-	 * more and the double free would go unseen (a second free of any other block of the chain
-	 * makes a cycle, which the owner meets when it collects). */
-	if (unlikely(last->next != NULL)) fatal_pointer("free", last);
-	uintptr_t old = atomic_load_explicit(&r->thread_free, memory_order_relaxed);
-	do last->next = remote_encode((block_t *)old);
-	while (!atomic_compare_exchange_weak(&r->thread_free, &old, (uintptr_t)first));
-	if (atomic_load(&r->qstate) == Q_WATCH) {
+	heap_t *h = pg->heap;
+	uint64_t m = 1ull << (bit & 63), wm = 1ull << (bit >> 6);
+	/* (only the one bit of the old value is used: one locked bts, no compare-exchange loop) */
+	if (unlikely(atomic_fetch_or_explicit(&page_freed(pg)[bit >> 6], m, memory_order_seq_cst) & m)) {
+		heap_invalid(func, b);          /* freed by another thread already, not collected yet */
+		return;
+	}
+	heap_t *me = heap_tls;
+	if (me != &heap_none) me->n_free++;
+	/* The owner clears pending before it reads the words, and looks at a word again when a bit
+	 * came into it while it took the word's bits: a set pending bit read after the bit above
+	 * went in (both sequentially consistent: a plain load on x86) means the owner has yet to
+	 * take this word. Else tell the owner. Owner and freer each write one word and then read
+	 * the other's (qstate, pending) in page_to_full: both are sequentially consistent. */
+	if (!(atomic_load(&r->pending) & wm) &&
+	    !atomic_fetch_or(&r->pending, wm) && atomic_load(&r->qstate) == Q_WATCH) {
 		uint8_t watch = Q_WATCH;
 		if (atomic_compare_exchange_strong(&r->qstate, &watch, Q_QUEUED)) {
 			page_t *top = atomic_load_explicit(&h->delayed, memory_order_relaxed);
@@ -567,7 +532,8 @@ static void remote_push(page_t *pg, block_t *first, block_t *last)
 		}
 	}
 	if (unlikely(atomic_load_explicit(&h->abandoned, memory_order_acquire))) {
-		/* Nobody owns the heap: act for it, so its memory drains as frees arrive. */
+		/* Nobody owns the heap: act for it, so its memory drains as frees arrive (every
+		 * free tries: one whose trylock failed left its bit for the next). */
 		if (pthread_mutex_trylock(&h->lock) == 0) {
 			locks_held++;
 			if (atomic_load(&h->abandoned)) {
@@ -581,114 +547,11 @@ static void remote_push(page_t *pg, block_t *first, block_t *last)
 	}
 }
 
-/* Remote frees are chained per run and handed over together: a consumer freeing a producer's
- * blocks pays one atomic push per chain, not one per block. A thread chains for up to
- * HEAP_PEND_WAYS runs at once (way = the run's index modulo the ways), so frees of mixed sizes,
- * which go to a different run nearly every time, still batch. A chain is handed over when it
- * reaches HEAP_PEND_BLOCKS blocks or HEAP_PEND_BYTES bytes, when another run needs its way, on
- * the thread's next malloc slow path, and at its exit: what a thread holds back is bounded
- * (at most 16 x 16 KiB; blocks above 8 KiB go at once). The live bits stay set until the owner
- * collects, where a second free of a block is still caught. */
-static void pend_flush(heap_t *me, unsigned way)
-{
-	struct pending *w = &me->pend[way];
-	page_t *pg = w->pg;
-	me->pend_mask &= ~(1u << way);
-	w->pg = NULL;
-	remote_push(pg, w->first, w->last);
-}
-
-/* The blocks this thread freed into other threads' runs and has not handed over yet (up to max
- * into out): the leak check counts them as free. Runs in the thread itself (its signal handler),
- * which may have interrupted an update: every chain is walked within its count and the range. */
-size_t heap_pending_blocks(void **out, size_t max)
-{
-	heap_t *me = heap_tls;
-	size_t n = 0;
-	if (me == &heap_none) return 0;
-	for (unsigned i = 0; i < HEAP_PEND_WAYS; i++) {
-		const struct pending *w = &me->pend[i];
-		if (!w->pg) continue;
-		size_t k = 0;
-		for (block_t *b = w->first; b && range_has(b) && n < max && k <= w->n;
-		     b = remote_decode(b->next), k++)
-			out[n++] = b;
-	}
-	return n;
-}
-
-void heap_flush_remote(void)
-{
-	heap_t *me = heap_tls;
-	while (me->pend_mask) pend_flush(me, (unsigned)__builtin_ctz(me->pend_mask));
-}
-
-/* heap_free_remote when b does not join a chain as one more than its first block. */
-static NOINLINE void free_remote_slow(heap_t *me, page_t *pg, block_t *b, unsigned way)
-{
-	if (unlikely(me == &heap_none)) {
-		/* A thread that only frees (a consumer) gets a heap for its pend table and its exit
-		 * hook after HEAPLESS_FREES frees: a thread that frees first and then mallocs (one that
-		 * took over another's blocks) should adopt an abandoned heap with its first malloc. This
-		 * one adopts only a heap that holds no runs (no one would tidy them as frees came in).
-		 * None while it holds a lock of ours or after its heap went back at exit: then the block
-		 * is handed over at once. */
-		int saved = errno;      /* free keeps errno */
-		if (++heapless_frees < HEAPLESS_FREES || heap_exited || locks_held || !(me = heap_create(true))) {
-			errno = saved;
-			b->next = NULL;
-			remote_push(pg, b, b);
-			return;
-		}
-		errno = saved;
-	}
-	me->n_free++;
-	struct pending *w = &me->pend[way];
-	if (w->pg == pg) {              /* its last block: hand the chain over */
-		b->next = remote_encode(w->first);
-		w->first = b;
-		pend_flush(me, way);
-		return;
-	}
-	if (w->pg) pend_flush(me, way);
-	uint32_t max = HEAP_PEND_BYTES / pg->block_size;
-	b->next = NULL;
-	/* a big block, or a run whose owner exited (remote frees are what drains it): at once */
-	if (max <= 1 || atomic_load_explicit(&pg->heap->abandoned, memory_order_relaxed)) {
-		remote_push(pg, b, b);
-		return;
-	}
-	w->first = w->last = b;
-	w->n = 1;
-	w->max = max < HEAP_PEND_BLOCKS ? max : HEAP_PEND_BLOCKS;
-	w->pg = pg;
-	me->pend_mask |= 1u << way;
-}
-
-/* A free from a thread that does not own the page: b joins this thread's chain for pg. (The
- * shared heap_none's ways are all empty, so a thread without a heap always goes slow.) */
-void heap_free_remote(page_t *pg, block_t *b, const char *func)
-{
-	(void)func;
-	heap_t *me = heap_tls;
-	unsigned way = (unsigned)page_idx(pg) & (HEAP_PEND_WAYS - 1);
-	struct pending *w = &me->pend[way];
-	if (likely(w->pg == pg) && w->n + 1 < w->max) {
-		b->next = remote_encode(w->first);
-		w->first = b;
-		w->n++;
-		me->n_free++;
-		return;
-	}
-	free_remote_slow(me, pg, b, way);
-}
-
 /* Every heap's pages: take remote frees back (used before reports at exit). Only the calling
  * thread's heap and abandoned heaps are touched; live threads keep theirs. */
 void heap_collect_all(void)
 {
 	heap_t *me = heap_tls;
-	heap_flush_remote();
 	if (me != &heap_none) {
 		tidy_heap(me, true);
 		spares_flush(me);

@@ -9,9 +9,6 @@
 
 /* ---- thread heaps ---- */
 #define HEAP_SPARES 4                 /* empty one-page runs a heap keeps instead of giving back */
-#define HEAP_PEND_WAYS 16             /* runs a thread chains remote frees for at once */
-#define HEAP_PEND_BLOCKS 32           /* a chain is handed over at this many blocks, */
-#define HEAP_PEND_BYTES 16384         /* or at this many bytes, whichever comes first */
 typedef struct heap {
 	/* owner only: the fast paths */
 #define DIRECT_MAX 1024                   /* sizes up to this find their page in direct[] */
@@ -27,14 +24,6 @@ typedef struct heap {
 	page_t *spare[HEAP_SPARES];     /* empty one-page runs kept for the next class that needs one */
 	int nspare;
 	uint32_t nruns;                 /* small runs this heap owns, spares included */
-	bool for_free;                  /* made by a free, not used by a malloc yet */
-	uint32_t pend_mask;             /* which pend[] ways hold a chain */
-	struct pending {                /* this thread's frees into other threads' runs, not handed over
-	                                   yet: one chain per way, the way chosen by the run's index */
-		page_t *pg;             /* run of the chained blocks, NULL when none */
-		block_t *first, *last;
-		uint32_t n, max;        /* blocks chained; handed over when n reaches max */
-	} pend[HEAP_PEND_WAYS];
 	/* touched by other threads: kept off the owner's cache lines */
 	_Alignas(64) _Atomic(page_t *) delayed; /* full pages that got a remote free */
 	_Atomic(int) abandoned;         /* 1 while no thread owns it */
@@ -54,11 +43,6 @@ HIDDEN void heap_collect_all(void);
 HIDDEN void heap_count_calls(uint64_t *m, uint64_t *f, uint64_t *r);
 HIDDEN void heap_init_key(void);
 HIDDEN bool heap_tables_ok(void);                           /* the fast paths' tables match the classes */
-HIDDEN void heap_flush_remote(void);
-HIDDEN size_t heap_pending_blocks(void **out, size_t max);   /* this thread's remote frees not yet handed over */
-HIDDEN block_t *heap_remote_next(const block_t *b);          /* the next block of a remote-free list (links are encoded) */
-HIDDEN uintptr_t heap_remote_key(void);                      /* what remote-free links are stored xor */
-HIDDEN block_t *heap_collecting(void);                       /* the rest of a remote-free list this thread is collecting */
 HIDDEN void heap_set_asked(page_t *pg, const void *p, size_t n);
 HIDDEN size_t heap_asked(const page_t *pg, const void *p);
 extern HIDDEN __thread heap_t *heap_tls __attribute__((tls_model("initial-exec")));
@@ -153,7 +137,7 @@ static inline bool is_small_head(const page_t *pg) { return pg->kind == PK_SMALL
 
 HIDDEN void heap_free_local_slow(page_t *pg);
 HIDDEN void heap_invalid(const char *func, const void *p);   /* fatal_pointer, by a jump */
-HIDDEN void heap_free_remote(page_t *pg, block_t *b, const char *func);
+HIDDEN void heap_free_remote(page_t *pg, void *b, uint64_t bit, const char *func);
 
 /* pg->used--, saying whether the page is now empty or off its list (USED_UNLISTED). */
 static inline bool used_drop(page_t *pg)
@@ -195,7 +179,7 @@ static inline void heap_free_checked(page_t *pg, void *p, uint64_t bit, const ch
 		heap_invalid(func, p);
 		return;
 	}
-	heap_free_remote(pg, p, func);
+	heap_free_remote(pg, p, bit, func);
 }
 
 /* Free of a block in a PK_SMALL run (pg is the run's head; p in any of its pages). An offset that

@@ -39,7 +39,6 @@
 #define MSTACK_CAP  ((size_t)1 << 22)   /* mark stack entries (32 MiB, touched as used) */
 #define MAX_THREADS 4096
 #define NREGS       40
-#define NPEND       ((size_t)HEAP_PEND_WAYS * (HEAP_PEND_BLOCKS + 1))
 #define GROUP_SLOTS 16384u
 #define GROUPS_SHOWN 100
 #define TIME_CAP_MS 30000               /* a scan that takes longer is abandoned */
@@ -52,9 +51,6 @@ typedef struct tslot {
 	                                       (or gone), 3 blocks the signal: not stopped */
 	uintptr_t sp;                       /* stack pointer where it was interrupted; 0 unknown */
 	uintptr_t regs[NREGS];              /* its general registers there: roots */
-	void *pend[NPEND];                  /* blocks it freed to other threads and still holds */
-	uintptr_t collecting;               /* the remote-free list it was collecting, if any (freed blocks) */
-	size_t npend;
 } tslot_t;
 
 typedef struct group {
@@ -301,27 +297,19 @@ static inline void see_word_indirect(uintptr_t v)
 	if (blk_live(&b)) bit_put(ind, mk);
 }
 
-/* While a heap block is scanned, links_key is the key remote-free links are stored xor
- * (heap.c): a chain of remote frees in flight (taken off a run by its owner, or handed over by the
- * freeing thread, when the thread was stopped) is reachable only through those encoded links,
- * and its blocks are still live. Roots hold no such links: 0 there. */
-static uintptr_t links_key;
-
 static void scan_words(uintptr_t lo, uintptr_t hi)
 {
-	const uintptr_t base = G.base, span = scan_end - G.base, key = links_key;
+	const uintptr_t base = G.base, span = scan_end - G.base;
 	const uintptr_t *w = (const uintptr_t *)lo, *end = (const uintptr_t *)hi;
 	if (scan_mode == SCAN_MARK) {
 		for (; w < end; w++) {
 			uintptr_t v = *w;
 			if (v - base < span) see_word_mark(v);
-			else if (key && (v ^ key) - base < span) see_word_mark(v ^ key);
 		}
 	} else {
 		for (; w < end; w++) {
 			uintptr_t v = *w;
 			if (v - base < span) see_word_indirect(v);
-			else if (key && (v ^ key) - base < span) see_word_indirect(v ^ key);
 		}
 	}
 }
@@ -352,9 +340,7 @@ static void scan_block_at(uintptr_t a)
 	blk_t b;
 	if (!find_block(a, &b)) return;
 	size_t n = blk_scan_len(&b);
-	links_key = heap_remote_key();
 	scan_region(b.start, b.start + n);
-	links_key = 0;
 }
 
 /* The first lines of the block popped next start coming in while this one is scanned: blocks are
@@ -419,34 +405,25 @@ static void mark_free(uintptr_t a)
 	if (find_block(a, &b) && b.t && b.start == a) bit_put(reach, b.mk);
 }
 
-/* A list of remote frees into run pg from c on (encoded links): freed blocks, though live. */
-static void mark_free_list(const page_t *pg, uintptr_t c)
-{
-	for (size_t n = 0; c && n <= pg->capacity; n++) {
-		if (c - pg->start >= run_bytes(pg)) break;
-		mark_free(c);
-		c = (uintptr_t)heap_remote_next((const block_t *)c);
-	}
-}
-
+/* Blocks other threads freed whose owner has not taken them back: set in their run's freed
+ * bitmap, and live until then. */
 static void mark_remote_frees(void)
 {
 	size_t frontier = (scan_end - G.base) >> PAGE_SHIFT;
 	for (size_t i = 0; i < frontier; i++) {
 		page_t *pg = &G.pages[i];
-		if (pg->kind != PK_SMALL) continue;
-		mark_free_list(pg, atomic_load_explicit(&page_remote(pg)->thread_free, memory_order_acquire));
-	}
-	for (int s = 0; s < atomic_load(&nslots); s++)
-		if (atomic_load(&slots[s].state) == 1 || s == 0) {
-			for (size_t k = 0; k < slots[s].npend; k++) mark_free((uintptr_t)slots[s].pend[k]);
-			/* a list its owner was taking back when stopped: freed blocks, some still live */
-			uintptr_t c = slots[s].collecting;
-			if (c && c - G.base < scan_end - G.base) {
-				const page_t *pg = leak_head_of(page_of((void *)c));
-				if (pg->kind == PK_SMALL) mark_free_list(pg, c);
+		if (pg->kind != PK_SMALL) continue;    /* pending is not read: a freer stopped before it
+		                                          set it has already set the block's bit */
+		const _Atomic(uint64_t) *freed = page_freed(pg);
+		for (size_t w = 0; w < (class_blocks[pg->cls] + 63u) / 64; w++) {
+			uint64_t v = atomic_load_explicit(&freed[w], memory_order_acquire);
+			while (v) {
+				size_t k = w * 64 + (size_t)__builtin_ctzll(v);
+				v &= v - 1;
+				mark_free(pg->start + k * pg->block_size);
 			}
 		}
+	}
 }
 
 /* ---- stopping the other threads ---- */
@@ -475,8 +452,6 @@ static void park_handler(int sig, siginfo_t *si, void *ucv)
 	(void)uc;
 	s->sp = 0;                          /* unknown: its whole stack mapping is scanned */
 #endif
-	s->npend = heap_pending_blocks(s->pend, NPEND);
-	s->collecting = (uintptr_t)heap_collecting();
 	atomic_store(&s->state, 1);
 	uint64_t t0 = os_now_ms();
 	while (atomic_load(&parking) && os_now_ms() - t0 < (uint64_t)2 * TIME_CAP_MS) {
@@ -698,9 +673,7 @@ static void indirect_cb(const blk_t *b)
 	if (blk_reached(b)) return;
 	size_t n = blk_scan_len(b);
 	SX->self_mk = b->mk;
-	links_key = heap_remote_key();
 	scan_region(b->start, b->start + n);
-	links_key = 0;
 }
 
 static void group_add(uint32_t stack, int indirect, size_t bytes)
@@ -1017,7 +990,6 @@ static NOINLINE void run_check(uintptr_t sp, const volatile uintptr_t *regs, siz
 	atomic_store(&slots[0].tid, (int)os_gettid());
 	slots[0].sp = sp;
 	for (int r = 0; r < 12; r++) slots[0].regs[r] = regs[r];
-	slots[0].npend = heap_pending_blocks(slots[0].pend, NPEND);
 	atomic_store(&nslots, 1);
 	stop_threads();
 	/* The heap's extent once the other threads are stopped: read before, it would miss the pages

@@ -26,14 +26,19 @@ void region_fork_child(void)
 	purge_fork_child();
 }
 
-/* A small run's out-of-band metadata: its remote_t line, then its live bitmap (returned). */
+/* A small run's out-of-band metadata: its remote_t line, its live bitmap (returned), its freed
+ * bitmap. */
 static uint64_t *bitmap_get_locked(void)
 {
 	uint64_t *chunk = R.bitmaps;
-	if (chunk) R.bitmaps = (uint64_t *)(uintptr_t)chunk[0];
-	else chunk = meta_alloc_locked(sizeof(remote_t) + LIVE_BYTES);
-	if (!chunk) return NULL;
-	memset(chunk, 0, sizeof(remote_t) + LIVE_BYTES);
+	if (chunk) {
+		R.bitmaps = (uint64_t *)(uintptr_t)chunk[0];
+		memset(chunk, 0, META_CHUNK);
+	} else {
+		/* fresh metadata pages read as zero: what the run never uses is never touched */
+		chunk = meta_alloc_locked(META_CHUNK);
+		if (!chunk) return NULL;
+	}
 	return chunk + sizeof(remote_t) / sizeof(uint64_t);
 }
 

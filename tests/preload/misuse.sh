@@ -93,10 +93,10 @@ else
 	bad "free-sized-wrong: exit status $rc, stderr: $(head -3 "$TMPD/err")"
 fi
 for c in corrupt-live corrupt-interior corrupt-misaligned corrupt-other-page corrupt-outside \
-         corrupt-beyond corrupt-remote; do
+         corrupt-beyond; do
 	expect_corrupt $c
 done
-for c in free-null free-foreign-mmap free-static realloc-foreign; do
+for c in free-null free-foreign-mmap free-static realloc-foreign corrupt-remote; do
 	expect_survive $c
 done
 [ $failures -eq 0 ] || fail "$failures misuse case(s) wrong"

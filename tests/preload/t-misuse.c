@@ -230,14 +230,17 @@ int main(int argc, char **argv)
 		else if (strcmp(c, "corrupt-beyond") == 0)                          /* past the carved blocks */
 			target = (unsigned char *)(((uintptr_t)live | 0xffff) - 63);
 		else if (strcmp(c, "corrupt-remote") == 0) {
-			/* a block freed by another thread, on the run's remote list: its link, onto a
-			 * live block, is met when the owner collects the remote frees */
+			/* a block freed by another thread and not taken back by its owner yet: a
+			 * use-after-free write of a live block's address into it (where a remote-free
+			 * list would keep its link) must never make malloc hand out the live block.
+			 * Remote frees are bits in the run's freed bitmap, so nothing follows the
+			 * write: the process survives, and never gets the live block twice. */
 			pthread_t t;
 			unsigned char *blk[4096];
 			int n = 0;
 			pthread_create(&t, NULL, remote_free_and_exit, freed);
 			pthread_join(t, NULL);
-			poke(freed, live);     /* no "ptr" line: the message names the decoded link */
+			poke(freed, live);
 			/* use up the run's local blocks, so malloc has to collect */
 			for (n = 0; n < 4096; n++) {
 				blk[n] = malloc(48);

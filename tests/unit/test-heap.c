@@ -80,63 +80,75 @@ static void *alloc_and_exit(void *arg)
 	return NULL;
 }
 
-/* Remote frees of mixed sizes: each run's blocks are chained in the freeing thread (one way
- * per run) and handed over together; a chain never holds more than its bounds, blocks above
- * HEAP_PEND_BYTES / 2 go at once, and a flush hands everything over. */
+/* Remote frees of mixed sizes: each sets its block's bit in the run's freed bitmap and writes
+ * nothing into the block; the live bits stay set until the owner takes the blocks back. */
 #define MIX 4
-static void *mixed[MIX][10], *bigb[3];
-static size_t pend_seen[3];
+#define MIXN 40
+static unsigned char *mixed[MIX][MIXN];
+static const size_t mix_sizes[MIX] = { 24, 100, 300, 12000 };
 
 static void *free_mixed(void *arg)
 {
 	(void)arg;
-	void *own = alloc_malloc(16);               /* a heap of its own: frees are chained */
-	void *out[HEAP_PEND_WAYS * (HEAP_PEND_BLOCKS + 1)];
-	for (int i = 0; i < 10; i++)
+	for (int i = 0; i < MIXN; i++)
 		for (int c = 0; c < MIX; c++) alloc_free(mixed[c][i]);
-	pend_seen[0] = heap_pending_blocks(out, sizeof out / sizeof out[0]);
-	for (int i = 0; i < 3; i++) alloc_free(bigb[i]);
-	pend_seen[1] = heap_pending_blocks(out, sizeof out / sizeof out[0]);
-	heap_flush_remote();
-	pend_seen[2] = heap_pending_blocks(out, sizeof out / sizeof out[0]);
-	alloc_free(own);
 	return NULL;
 }
 
-START_TEST(remote_frees_chained_per_run)
+static page_t *run_of(const void *p)
 {
-	static const size_t sizes[MIX] = { 24, 100, 300, 900 };
+	page_t *pg = page_of(p);
+	if (pg->kind == PK_CONT) pg -= pg->head_off;
+	return pg;
+}
+
+static uint64_t bit_of(const void *p)
+{
+	page_t *pg = run_of(p);
+	return block_index(pg, (uintptr_t)p - pg->start);
+}
+
+START_TEST(remote_frees_set_freed_bits)
+{
 	contig_stats_t st;
 	st.size = sizeof st;
 	contig_get_stats(&st);
 	size_t live0 = st.live_blocks;
-	for (int i = 0; i < 10; i++)
-		for (int c = 0; c < MIX; c++) mixed[c][i] = alloc_malloc(sizes[c]);
-	for (int i = 0; i < 3; i++) bigb[i] = alloc_malloc(12000);     /* one per chain */
-	/* the runs the 40 blocks are in (one per class, unless a class's run filled up): every block
-	 * stays chained when no two of those runs share a way */
-	bool ways_apart = true;
-	for (int k = 0; k < MIX * 10; k++)
-		for (int l = 0; l < k; l++) {
-			size_t a = page_idx(page_of(mixed[k % MIX][k / MIX]));
-			size_t b = page_idx(page_of(mixed[l % MIX][l / MIX]));
-			if (a != b && a % HEAP_PEND_WAYS == b % HEAP_PEND_WAYS) ways_apart = false;
+	for (int i = 0; i < MIXN; i++)
+		for (int c = 0; c < MIX; c++) {
+			mixed[c][i] = alloc_malloc(mix_sizes[c]);
+			memset(mixed[c][i], 0xa5 ^ i ^ c, mix_sizes[c]);
 		}
 	pthread_t t;
 	pthread_create(&t, NULL, free_mixed, NULL);
 	pthread_join(t, NULL);
-	if (ways_apart) ck_assert_uint_eq(pend_seen[0], MIX * 10);    /* all 40 chained, none pushed */
-	ck_assert_uint_le(pend_seen[0], MIX * 10);
-	ck_assert_uint_eq(pend_seen[1], pend_seen[0]);                 /* 12000-byte blocks: at once */
-	ck_assert_uint_eq(pend_seen[2], 0);
+	for (int i = 0; i < MIXN; i++)
+		for (int c = 0; c < MIX; c++) {
+			unsigned char *p = mixed[c][i];
+			page_t *pg = run_of(p);
+			uint64_t k = bit_of(p);
+			/* not taken back yet: still live, marked freed, its bytes untouched */
+			ck_assert(live_test(pg, k));
+			ck_assert(atomic_load(&page_freed(pg)[k >> 6]) >> (k & 63) & 1);
+			ck_assert(atomic_load(&page_remote(pg)->pending) >> (k >> 6) & 1);
+			for (size_t j = 0; j < mix_sizes[c]; j++) ck_assert_uint_eq(p[j], (unsigned)(0xa5 ^ i ^ c) & 0xff);
+		}
 	heap_collect_all();                                            /* the owner takes them back */
+	for (int i = 0; i < MIXN; i++)
+		for (int c = 0; c < MIX; c++) {
+			page_t *pg = run_of(mixed[c][i]);
+			uint64_t k = bit_of(mixed[c][i]);
+			if (pg->kind != PK_SMALL) continue;                /* its run was emptied and given back */
+			ck_assert(!live_test(pg, k));
+			ck_assert(!(atomic_load(&page_freed(pg)[k >> 6]) >> (k & 63) & 1));
+		}
 	contig_get_stats(&st);
-	ck_assert_uint_le(st.live_blocks, live0);                      /* every one was handed over */
+	ck_assert_uint_le(st.live_blocks, live0);                      /* every one was taken back */
 }
 END_TEST
 
-/* A thread that frees many of another thread's blocks before its first malloc gets a heap for
- * its chains, and its first malloc swaps that empty heap for the abandoned one that holds runs. */
+/* A thread that frees many of another thread's blocks before its first malloc needs no heap for
+ * them, and its first malloc adopts the abandoned heap that holds runs. */
 static void *mainblocks[200];
 static heap_t *t1_heap, *t2_before, *t2_after;
 
@@ -167,9 +179,8 @@ START_TEST(freeing_thread_adopts_at_first_malloc)
 	pthread_join(t, NULL);
 	pthread_create(&t, NULL, free_then_malloc, NULL);
 	pthread_join(t, NULL);
-	ck_assert_ptr_ne(t2_before, &heap_none);     /* 200 remote frees: a heap for the chains */
-	ck_assert_ptr_ne(t2_before, t1_heap);        /* not the one with runs */
-	ck_assert_ptr_eq(t2_after, t1_heap);         /* which the first malloc adopted */
+	ck_assert_ptr_eq(t2_before, &heap_none);     /* 200 remote frees: no heap needed */
+	ck_assert_ptr_eq(t2_after, t1_heap);         /* the one with runs, adopted by the first malloc */
 	for (int i = 0; i < 100; i++) alloc_free(xblocks[i]);
 }
 END_TEST
@@ -329,6 +340,32 @@ START_TEST(double_free_remote)
 }
 END_TEST
 
+/* Freed twice by other threads before the owner collects: the second free's atomic or finds the
+ * bit set. */
+START_TEST(double_free_remote_twice)
+{
+	void *p = alloc_malloc(32);
+	pthread_t t;
+	pthread_create(&t, NULL, free_it, p);
+	pthread_join(t, NULL);
+	pthread_create(&t, NULL, free_it, p);
+	pthread_join(t, NULL);
+}
+END_TEST
+
+/* Freed by another thread, then by the owner before it collects (the live bit is still set):
+ * caught when the owner takes the remote free back. */
+START_TEST(double_free_remote_then_local)
+{
+	void *p = alloc_malloc(32);
+	pthread_t t;
+	pthread_create(&t, NULL, free_it, p);
+	pthread_join(t, NULL);
+	alloc_free(p);
+	heap_collect_all();
+}
+END_TEST
+
 /* Live bits are numbered by block index: exactly the blocks handed out have their bit set, and
  * the bitmap of a class of blocks that are not a power of two is as short as its block count. */
 START_TEST(live_bits_per_block)
@@ -378,7 +415,7 @@ Suite *heap_suite(void)
 	tcase_add_test(t, small_blocks);
 	tcase_add_test(t, freed_block_reused);
 	tcase_add_test(t, remote_frees_come_back);
-	tcase_add_test(t, remote_frees_chained_per_run);
+	tcase_add_test(t, remote_frees_set_freed_bits);
 	tcase_add_test(t, freeing_thread_adopts_at_first_malloc);
 	tcase_add_test(t, thread_exit_then_free_elsewhere);
 	tcase_add_test(t, exit_while_freed_remotely);
@@ -395,6 +432,8 @@ Suite *heap_suite(void)
 	tcase_add_loop_test_raise_signal(m, interior_free_granule, SIGABRT, 0, (int)(sizeof interior / sizeof interior[0]));
 	tcase_add_test_raise_signal(m, never_handed_out, SIGABRT);
 	tcase_add_test_raise_signal(m, double_free_remote, SIGABRT);
+	tcase_add_test_raise_signal(m, double_free_remote_twice, SIGABRT);
+	tcase_add_test_raise_signal(m, double_free_remote_then_local, SIGABRT);
 	tcase_add_test_raise_signal(m, corrupt_link_onto_live, SIGABRT);
 	tcase_add_test_raise_signal(m, corrupt_link_misaligned, SIGABRT);
 	suite_add_tcase(s, m);
