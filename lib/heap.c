@@ -126,8 +126,8 @@ static void collect_remote(page_t *pg)
 		/* live bit first, then the freed bit: a leak check stopping this thread in between
 		 * sees each block free, never live and unfreed */
 		__atomic_store_n(&pg->live[k], v & ~m, __ATOMIC_RELAXED);
-		/* a free into this word since the load found the word not empty and left pending
-		 * alone: take it in this round */
+		/* a free into this word since the load (it set pending again, or will: it found
+		 * the word's pending bit clear): take it in this round */
 		if (atomic_fetch_and_explicit(&freed[k], ~m, memory_order_acq_rel) & ~m) words |= 1ull << k;
 		n += (uint32_t)__builtin_popcountll(m);
 		uintptr_t base = start + (size_t)k * 64 * bs;

@@ -3,6 +3,7 @@
 #include "alloc.h"
 #include "heap.h"
 #include "region.h"
+#include "range.h"
 #include "init.h"
 #include "suites.h"
 #include <pthread.h>
@@ -249,6 +250,57 @@ START_TEST(exit_while_freed_remotely)
 }
 END_TEST
 
+/* Many threads free into the owner's runs while the owner keeps taking remote frees back from
+ * the same runs: a free whose bit goes into a word at the moment the owner takes that word must
+ * not be lost (it would stay live for ever, and its run would never empty). Each round the owner
+ * allocates blocks of one class (so that the frees share bitmap words), the freers free them
+ * all, and the owner collects in a loop meanwhile; at the end every block is back and no freed
+ * bit is left over. (Made to fail: a freer that tells the owner only when the word it sets a
+ * bit in was empty loses frees here within a few runs.) */
+#define RF_THREADS 3
+#define RF_BLOCKS 4000
+#define RF_ROUNDS 150
+static void *rf_blocks[RF_BLOCKS];
+static _Atomic int rf_round, rf_done;
+
+static void *rf_freer(void *arg)
+{
+	int id = (int)(intptr_t)arg;
+	for (int r = 1; r <= RF_ROUNDS; r++) {
+		while (atomic_load(&rf_round) < r) {}
+		for (int i = id; i < RF_BLOCKS; i += RF_THREADS) alloc_free(rf_blocks[i]);
+		atomic_fetch_add(&rf_done, 1);
+	}
+	return NULL;
+}
+
+START_TEST(remote_frees_race_with_collection)
+{
+	contig_stats_t st;
+	st.size = sizeof st;
+	heap_collect_all();
+	contig_get_stats(&st);
+	size_t live0 = st.live_blocks;
+	pthread_t t[RF_THREADS];
+	for (int i = 0; i < RF_THREADS; i++) pthread_create(&t[i], NULL, rf_freer, (void *)(intptr_t)i);
+	for (int r = 1; r <= RF_ROUNDS; r++) {
+		for (int i = 0; i < RF_BLOCKS; i++) rf_blocks[i] = alloc_malloc(16);
+		atomic_store(&rf_round, r);
+		while (atomic_load(&rf_done) < r * RF_THREADS) heap_collect_all();
+	}
+	for (int i = 0; i < RF_THREADS; i++) pthread_join(t[i], NULL);
+	heap_collect_all();
+	contig_get_stats(&st);
+	ck_assert_uint_le(st.live_blocks, live0);
+	for (size_t i = 0, end = range_frontier(); i < end; i++) {
+		const page_t *pg = &G.pages[i];
+		if (pg->kind != PK_SMALL || pg->heap != heap_tls) continue;
+		ck_assert_uint_eq(atomic_load(&page_remote(pg)->pending), 0);
+		for (unsigned w = 0; w < LIVE_BITS / 64; w++) ck_assert_uint_eq(atomic_load(&page_freed(pg)[w]), 0);
+	}
+}
+END_TEST
+
 START_TEST(large_blocks_and_realloc_in_place)
 {
 	char *p = alloc_malloc(300000);
@@ -416,6 +468,7 @@ Suite *heap_suite(void)
 	tcase_add_test(t, freed_block_reused);
 	tcase_add_test(t, remote_frees_come_back);
 	tcase_add_test(t, remote_frees_set_freed_bits);
+	tcase_add_test(t, remote_frees_race_with_collection);
 	tcase_add_test(t, freeing_thread_adopts_at_first_malloc);
 	tcase_add_test(t, thread_exit_then_free_elsewhere);
 	tcase_add_test(t, exit_while_freed_remotely);
