@@ -140,6 +140,8 @@ static void collect_remote(page_t *pg)
 	}
 	pg->free = head;
 	pg->used -= n;
+	pg->heap->n_free += n;          /* counted by the owner (or whoever acts for it): the freeing
+	                                   thread may have no heap at all */
 }
 
 /* Carve up to one OS page worth of fresh blocks (at least one) into the free list. */
@@ -515,8 +517,6 @@ void heap_free_remote(page_t *pg, void *b, uint64_t bit, const char *func)
 		heap_invalid(func, b);          /* freed by another thread already, not collected yet */
 		return;
 	}
-	heap_t *me = heap_tls;
-	if (me != &heap_none) me->n_free++;
 	/* The owner clears pending before it reads the words, and looks at a word again when a bit
 	 * came into it while it took the word's bits: a set pending bit read after the bit above
 	 * went in (both sequentially consistent: a plain load on x86) means the owner has yet to

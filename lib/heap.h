@@ -17,7 +17,7 @@ typedef struct heap {
 	page_t *fast[NCLASS];           /* what the malloc fast path pops from: pages[] normally, always
 	                                   &page_empty when every call must take the slow path */
 	uint64_t n_malloc;              /* allocations this heap served */
-	uint64_t n_free;                /* frees this thread made */
+	uint64_t n_free;                /* frees of this heap's blocks (other threads' once collected) */
 	uint64_t n_realloc;             /* realloc calls on this thread */
 	page_t *pages[NCLASS];          /* first page of each class list; &page_empty when none */
 	uint32_t last[NCLASS];          /* last page of each class list (index + 1; 0 when none) */
