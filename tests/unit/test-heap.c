@@ -386,13 +386,18 @@ START_TEST(corrupt_link_misaligned)
 END_TEST
 
 static void *free_it(void *p) { alloc_free(p); return NULL; }
+static void free_elsewhere(void *p)          /* free p from another thread, and wait for it */
+{
+	pthread_t t;
+	pthread_create(&t, NULL, free_it, p);
+	pthread_join(t, NULL);
+}
+
 START_TEST(double_free_remote)
 {
 	void *p = alloc_malloc(32);
 	alloc_free(p);
-	pthread_t t;
-	pthread_create(&t, NULL, free_it, p);
-	pthread_join(t, NULL);
+	free_elsewhere(p);
 }
 END_TEST
 
@@ -401,11 +406,8 @@ END_TEST
 START_TEST(double_free_remote_twice)
 {
 	void *p = alloc_malloc(32);
-	pthread_t t;
-	pthread_create(&t, NULL, free_it, p);
-	pthread_join(t, NULL);
-	pthread_create(&t, NULL, free_it, p);
-	pthread_join(t, NULL);
+	free_elsewhere(p);
+	free_elsewhere(p);
 }
 END_TEST
 
@@ -414,9 +416,7 @@ END_TEST
 START_TEST(double_free_remote_then_local)
 {
 	void *p = alloc_malloc(32);
-	pthread_t t;
-	pthread_create(&t, NULL, free_it, p);
-	pthread_join(t, NULL);
+	free_elsewhere(p);
 	alloc_free(p);
 	heap_collect_all();
 }
