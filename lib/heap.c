@@ -3,10 +3,8 @@
 #include "heap.h"
 #include "region.h"
 #include "range.h"
-#include "os.h"
 #include "leak_records.h"
 #include <errno.h>
-#include <string.h>
 
 page_t page_empty;     /* what an empty class list points to: its free list is always NULL */
 /* A thread's heap before it has one: every fast path through it fails, and the slow path makes
