@@ -109,9 +109,15 @@ _Static_assert(sizeof(page_t) == 64, "page descriptor is one cache line");
 typedef struct remote {
 	_Atomic(uint64_t) pending;      /* bit k set: word k of the run's freed bitmap may hold bits */
 	struct page *delayed_next;      /* link on heap->delayed */
+	struct page *page;              /* the run's head: whoever queues the run reads it here, not
+	                                   from a descriptor it found before (see heap_free_remote) */
+	void *chunk_next;               /* while no run uses the chunk: the next unused one (runs.c);
+	                                   never pending, which a late freer may still or into */
 	_Atomic(uint8_t) qstate;        /* Q_* */
-	uint8_t pad[47];
+	uint8_t pad[31];
 } remote_t;
+
+_Static_assert(sizeof(remote_t) == 64, "remote_t is one cache line");
 
 /* remote_t.qstate. Other threads only ever move it from Q_WATCH to Q_QUEUED. */
 enum {

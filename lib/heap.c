@@ -224,6 +224,7 @@ static void drain_delayed(heap_t *h)
 {
 	page_t *pg = atomic_exchange_explicit(&h->delayed, NULL, memory_order_acquire);
 	while (pg) {
+		CONTIG_ASSERT(pg->kind == PK_SMALL && pg->heap == h);
 		remote_t *r = page_remote(pg);
 		page_t *next = r->delayed_next;
 		atomic_store_explicit(&r->qstate, Q_QUIET, memory_order_relaxed);
@@ -435,6 +436,7 @@ static page_t *new_page(heap_t *h, unsigned cls)
 	uint64_t odd = bs >> pg->rot, inv = odd;      /* Newton: each step doubles the correct bits */
 	for (int i = 0; i < 5; i++) inv *= 2 - odd * inv;
 	pg->inv = inv;
+	page_remote(pg)->page = pg;
 	atomic_store_explicit(&page_remote(pg)->pending, 0, memory_order_relaxed);
 	atomic_store_explicit(&page_remote(pg)->qstate, Q_QUIET, memory_order_relaxed);
 	/* One live bit per block, numbered by block_index: the bitmap is as short as it can be (a
@@ -522,11 +524,17 @@ void heap_free_remote(page_t *pg, void *b, uint64_t bit, const char *func)
 	 * the other's (qstate, pending) in page_to_full: both are sequentially consistent. */
 	if (!(atomic_load(&r->pending) & wm) &&
 	    !atomic_fetch_or(&r->pending, wm) && atomic_load(&r->qstate) == Q_WATCH) {
+		/* Once the bit is in, the owner may take it, empty the run, give it back, and the
+		 * chunk may serve another run (of another heap) that went full since: pg and h may
+		 * be stale here. The queued state pins the run whose line this is (page_release
+		 * leaves a queued run alone), so the run and its heap are read after it is won. */
 		uint8_t watch = Q_WATCH;
 		if (atomic_compare_exchange_strong(&r->qstate, &watch, Q_QUEUED)) {
-			page_t *top = atomic_load_explicit(&h->delayed, memory_order_relaxed);
+			page_t *q = r->page;
+			heap_t *qh = q->heap;
+			page_t *top = atomic_load_explicit(&qh->delayed, memory_order_relaxed);
 			do r->delayed_next = top;
-			while (!atomic_compare_exchange_weak(&h->delayed, &top, pg));
+			while (!atomic_compare_exchange_weak(&qh->delayed, &top, q));
 		}
 	}
 	if (unlikely(atomic_load_explicit(&h->abandoned, memory_order_acquire))) {
@@ -536,6 +544,7 @@ void heap_free_remote(page_t *pg, void *b, uint64_t bit, const char *func)
 			locks_held++;
 			if (atomic_load(&h->abandoned)) {
 				drain_delayed(h);
+				/* (pg may have been given back since the bit went in: then it is not h's) */
 				if (!(pg->used & USED_UNLISTED) && pg->heap == h)
 					tidy_page(h, pg, false);
 			}

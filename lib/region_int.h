@@ -25,7 +25,7 @@ typedef struct region_state {
 	size_t mmap_bytes, fallback_bytes;
 	uint64_t next_purge;        /* ms clock of the next due purge; UINT64_MAX none */
 	uint32_t dirty_runs;        /* free runs that may hold dirty pages */
-	uint64_t *bitmaps;          /* free live bitmaps, linked through their first word */
+	uint64_t *bitmaps;          /* unused metadata chunks, linked through remote_t.chunk_next */
 } region_state_t;
 
 extern HIDDEN region_state_t R;     /* runs.c; under the range lock */

@@ -32,7 +32,7 @@ static uint64_t *bitmap_get_locked(void)
 {
 	uint64_t *chunk = R.bitmaps;
 	if (chunk) {
-		R.bitmaps = (uint64_t *)(uintptr_t)chunk[0];
+		R.bitmaps = ((remote_t *)(void *)chunk)->chunk_next;
 		memset(chunk, 0, META_CHUNK);
 	} else {
 		/* fresh metadata pages read as zero: what the run never uses is never touched */
@@ -45,7 +45,7 @@ static uint64_t *bitmap_get_locked(void)
 static void bitmap_put_locked(uint64_t *bm)
 {
 	uint64_t *chunk = bm - sizeof(remote_t) / sizeof(uint64_t);
-	chunk[0] = (uint64_t)(uintptr_t)R.bitmaps;
+	((remote_t *)(void *)chunk)->chunk_next = R.bitmaps;
 	R.bitmaps = chunk;
 }
 

@@ -156,6 +156,38 @@ START_TEST(limit_refuses_and_recovers)
 }
 END_TEST
 
+/* A thread freeing a block of another thread's run sets the block's freed bit and then ors
+ * its word's bit into the run's pending word; in between, the owner may take the free, empty
+ * the run and give it back. That late or must land harmlessly: the chunk of a given-back run
+ * is on the unused list, and that list's link is not the pending word (it was, and the or
+ * sent the next run's metadata through a bad pointer). */
+START_TEST(late_remote_or_into_unused_chunk)
+{
+	page_t *a = region_alloc(1, PK_SMALL, 0), *b = region_alloc(1, PK_SMALL, 0);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_uint_eq(class_pages[1], 1);
+	a->cls = b->cls = 1;                             /* one-page runs (as heap.c sets them) */
+	remote_t *ra = page_remote(a), *rb = page_remote(b);
+	region_free(b);
+	region_free(a);                                  /* a's chunk first on the list, then b's */
+	atomic_fetch_or(&ra->pending, 1ull << 3);      /* word 3, 5: bits a chunk address never has */
+	atomic_fetch_or(&rb->pending, 1ull << 5);
+	page_t *c = region_alloc(1, PK_SMALL, 0), *d = region_alloc(1, PK_SMALL, 0);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_ptr_nonnull(d);
+	c->cls = d->cls = 1;
+	ck_assert_ptr_eq(page_remote(c), ra);            /* the chunks came back, in order */
+	ck_assert_ptr_eq(page_remote(d), rb);
+	for (unsigned w = 0; w < LIVE_BITS / 64; w++) {  /* and clean */
+		ck_assert_uint_eq(c->live[w], 0);
+		ck_assert_uint_eq(atomic_load(&page_freed(d)[w]), 0);
+	}
+	region_free(c);
+	region_free(d);
+}
+END_TEST
+
 Suite *region_suite(void)
 {
 	Suite *s = suite_create("region");
@@ -167,6 +199,7 @@ Suite *region_suite(void)
 	tcase_add_test(t, zeroed_runs_read_zero);
 	tcase_add_test(t, purge_returns_committed);
 	tcase_add_test(t, limit_refuses_and_recovers);
+	tcase_add_test(t, late_remote_or_into_unused_chunk);
 	suite_add_tcase(s, t);
 	return s;
 }
