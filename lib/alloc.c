@@ -252,11 +252,12 @@ size_t alloc_usable_size(const void *p)
 	if (!range_has(p)) return fallback_find(p, false);
 	page_t *h = run_head(page_of(p));
 	if (h->kind == PK_SMALL) {
-		uintptr_t off = (uintptr_t)p - page_start(h);
-		if (off % h->block_size) return 0;
+		/* a block start (aligned, carved) that is live: a freed block has no usable bytes */
+		uint64_t bit = block_index(h, (uintptr_t)p - page_start(h));
+		if (bit >= h->capacity || !live_test(h, bit)) return 0;
 		/* while leaks are checked, the scan reads from now on all the bytes the program was
 		 * told it may use */
-		if (unlikely(G.slow_only) && live_test(h, block_index(h, off)))
+		if (unlikely(G.slow_only))
 			leak_note_usable((void *)p, heap_asked(h, p), h->block_size);
 		return h->block_size;
 	}

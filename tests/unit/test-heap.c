@@ -305,6 +305,23 @@ START_TEST(remote_frees_race_with_collection)
 }
 END_TEST
 
+/* malloc_usable_size tells the bytes a caller may use: none in a freed block (small, small of a
+ * multi-page run, large) or at an address that starts no block. */
+START_TEST(usable_size_of_freed_blocks)
+{
+	static const size_t sizes[] = { 24, 1000, 20000, 300000 };
+	for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+		char *p = alloc_malloc(sizes[i]), *keep = alloc_malloc(sizes[i]);
+		ck_assert_uint_ge(alloc_usable_size(p), sizes[i]);
+		ck_assert_uint_eq(alloc_usable_size(p + 16), 0);
+		alloc_free(p);
+		ck_assert_uint_eq(alloc_usable_size(p), 0);
+		ck_assert_uint_ge(alloc_usable_size(keep), sizes[i]);
+		alloc_free(keep);
+	}
+}
+END_TEST
+
 START_TEST(large_blocks_and_realloc_in_place)
 {
 	char *p = alloc_malloc(300000);
@@ -476,6 +493,7 @@ Suite *heap_suite(void)
 	tcase_add_test(t, freeing_thread_adopts_at_first_malloc);
 	tcase_add_test(t, thread_exit_then_free_elsewhere);
 	tcase_add_test(t, exit_while_freed_remotely);
+	tcase_add_test(t, usable_size_of_freed_blocks);
 	tcase_add_test(t, large_blocks_and_realloc_in_place);
 	tcase_add_test(t, aligned);
 	tcase_add_test(t, outside_pointer_ignored);
