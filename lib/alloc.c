@@ -93,7 +93,6 @@ static void *large_alloc(size_t n, size_t align, int zero)
 	 * has not written yet keeps a lost block reachable (small blocks: leak_note_new) */
 	page_t *h = region_alloc(np + extra, PK_LARGE, zero || G.slow_only ? RUN_ZERO : 0);
 	if (!h) return align <= OS_PAGE ? fallback_or_enomem_n(n, zero) : (errno = ENOMEM, NULL);
-	if (heap_tls != &heap_none) heap_tls->n_malloc++;
 	if (extra) {
 		uintptr_t a = page_addr(page_idx(h));
 		uintptr_t want = align_up(a, align);
@@ -176,7 +175,6 @@ static NOINLINE void free_slow(page_t *pg, void *p, const char *func)
 	}
 	case PK_LARGE:
 		if ((uintptr_t)p != page_addr(page_idx(pg))) break;
-		if (heap_tls != &heap_none) heap_tls->n_free++;
 		region_free(pg);
 		return;
 	case PK_FOREIGN:

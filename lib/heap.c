@@ -473,7 +473,6 @@ void *heap_alloc_class(unsigned cls)
 		if (!pg) return NULL;
 		extend(pg);
 	}
-	h->n_malloc++;
 	return page_pop(pg, pg->free);
 }
 
@@ -576,19 +575,18 @@ void heap_collect_all(void)
 	pthread_mutex_unlock(&heaps_lock);
 }
 
-void heap_count_calls(uint64_t *m, uint64_t *f, uint64_t *r)
+void heap_count_calls(uint64_t *f, uint64_t *r)
 {
-	uint64_t a = 0, b = 0, c = 0;
+	uint64_t b = 0, c = 0;
 	pthread_mutex_lock(&heaps_lock);
 	locks_held++;
 	for (heap_t *h = heaps_all; h; h = h->next_all) {
-		a += h->n_malloc;
 		b += h->n_free;
 		c += h->n_realloc;
 	}
 	locks_held--;
 	pthread_mutex_unlock(&heaps_lock);
-	*m = a; *f = b; *r = c;
+	*f = b; *r = c;
 }
 
 /* ---- fork: no lock may be held across it, and the child keeps only the forking thread ---- */

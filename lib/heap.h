@@ -16,8 +16,8 @@ typedef struct heap {
 	page_t *direct[DIRECT_MAX / 16 + 1]; /* fast[] by (n + 15) / 16: one load less than the class */
 	page_t *fast[NCLASS];           /* what the malloc fast path pops from: pages[] normally, always
 	                                   &page_empty when every call must take the slow path */
-	uint64_t n_malloc;              /* allocations this heap served */
-	uint64_t n_free;                /* frees of this heap's blocks (other threads' once collected) */
+	uint64_t n_free;                /* frees of this heap's blocks (other threads' once collected);
+	                                   mallocs are not counted: stats.c adds the live blocks */
 	uint64_t n_realloc;             /* realloc calls on this thread */
 	page_t *pages[NCLASS];          /* first page of each class list; &page_empty when none */
 	uint32_t last[NCLASS];          /* last page of each class list (index + 1; 0 when none) */
@@ -40,7 +40,7 @@ HIDDEN void heap_fork_prepare(void);
 HIDDEN void heap_fork_parent(void);
 HIDDEN void heap_fork_child(void);
 HIDDEN void heap_collect_all(void);
-HIDDEN void heap_count_calls(uint64_t *m, uint64_t *f, uint64_t *r);
+HIDDEN void heap_count_calls(uint64_t *f, uint64_t *r);   /* small-block frees, reallocs */
 HIDDEN void heap_init_key(void);
 HIDDEN bool heap_tables_ok(void);                           /* the fast paths' tables match the classes */
 HIDDEN void heap_set_asked(page_t *pg, const void *p, size_t n);
@@ -122,13 +122,9 @@ static inline void *heap_malloc_fast(size_t n)
 	if (likely(n <= DIRECT_MAX)) pg = h->direct[(n + 15) >> 4];
 	else if (n <= ONEPAGE_MAX) pg = h->fast[size_class(n)];
 	else return NULL;
-	{
-		block_t *b = pg->free;
-		if (likely(b != NULL)) {
-			h->n_malloc++;
-			return page_take(pg, b, (uintptr_t)b - pg->start);
-		}
-	}
+	block_t *b = pg->free;
+	if (likely(b != NULL))
+		return page_take(pg, b, (uintptr_t)b - pg->start);
 	return NULL;
 }
 

@@ -22,6 +22,7 @@ typedef struct region_stats {
 	size_t committed, committed_peak, purged, limit;   /* bytes */
 	size_t limit_hits;
 	size_t large_bytes, large_blocks, mmap_bytes, fallback_bytes;
+	uint64_t large_allocs;          /* large blocks ever made (calls_malloc counts them here) */
 } region_stats_t;
 HIDDEN void region_get_stats(region_stats_t *rs);
 

@@ -22,6 +22,7 @@ typedef struct region_state {
 	size_t limit;               /* pages; 0 = none */
 	size_t limit_hits;
 	size_t large_bytes, large_blocks;
+	uint64_t large_allocs;      /* large blocks ever made */
 	size_t mmap_bytes, fallback_bytes;
 	uint64_t next_purge;        /* ms clock of the next due purge; UINT64_MAX none */
 	uint32_t dirty_runs;        /* free runs that may hold dirty pages */

@@ -224,7 +224,7 @@ refit:
 		h->npages = (uint32_t)n;
 		h->head_off = 0;
 		h->usable = n << PAGE_SHIFT;
-		if (kind == PK_LARGE) { R.large_bytes += n << PAGE_SHIFT; R.large_blocks++; }
+		if (kind == PK_LARGE) { R.large_bytes += n << PAGE_SHIFT; R.large_blocks++; R.large_allocs++; }
 	}
 	if (kind == PK_MMAP) {
 		h->map_lo = 0;
@@ -381,6 +381,7 @@ void region_get_stats(region_stats_t *rs)
 	rs->limit_hits = R.limit_hits;
 	rs->large_bytes = R.large_bytes;
 	rs->large_blocks = R.large_blocks;
+	rs->large_allocs = R.large_allocs;
 	rs->mmap_bytes = R.mmap_bytes;
 	rs->fallback_bytes = R.fallback_bytes;
 	range_unlock();

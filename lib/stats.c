@@ -47,9 +47,16 @@ void stats_collect(contig_stats_t *st)
 			st->live_bytes += (size_t)(pg->used & USED_MASK) * pg->block_size;
 		}
 	}
+	size_t small_live = st->live_blocks;
 	st->live_blocks += rs.large_blocks;
 	st->live_bytes += rs.large_bytes;
-	heap_count_calls(&st->calls_malloc, &st->calls_free, &st->calls_realloc);
+	/* No malloc is counted on its own (one add less on every malloc): a small block malloc
+	 * made has been freed (counted by its heap) or is live (its run's used, which counts it
+	 * until its owner takes back a remote free); large blocks are counted as they are made. */
+	uint64_t small_frees;
+	heap_count_calls(&small_frees, &st->calls_realloc);
+	st->calls_free = small_frees + (rs.large_allocs - rs.large_blocks);
+	st->calls_malloc = small_frees + small_live + rs.large_allocs;
 	st->calls_mmap = mm_calls();
 }
 

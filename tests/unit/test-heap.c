@@ -152,6 +152,50 @@ START_TEST(remote_frees_set_freed_bits)
 }
 END_TEST
 
+/* calls_malloc and calls_free count exactly (mallocs are not counted one by one: the live blocks
+ * make up the difference), for small and large blocks, local and remote frees, and never go
+ * down when blocks are freed. */
+static void *count_blocks[64];
+static void *free_counted(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 16; i++) alloc_free(count_blocks[i]);
+	return NULL;
+}
+
+START_TEST(call_counts_exact)
+{
+	contig_stats_t a, b;
+	a.size = b.size = sizeof a;
+	heap_collect_all();
+	contig_get_stats(&a);
+	for (int i = 0; i < 60; i++) count_blocks[i] = alloc_malloc((size_t)(i * 53) % 3000);
+	for (int i = 60; i < 64; i++) count_blocks[i] = alloc_malloc((size_t)(i - 59) << 18);
+	contig_get_stats(&b);
+	ck_assert_uint_eq(b.calls_malloc - a.calls_malloc, 64);
+	ck_assert_uint_eq(b.calls_free - a.calls_free, 0);
+	pthread_t t;
+	pthread_create(&t, NULL, free_counted, NULL);             /* 16 remote frees */
+	pthread_join(t, NULL);
+	for (int i = 16; i < 40; i++) alloc_free(count_blocks[i]);
+	alloc_free(count_blocks[60]);
+	alloc_free(count_blocks[61]);
+	contig_get_stats(&b);
+	ck_assert_uint_eq(b.calls_malloc - a.calls_malloc, 64);   /* frees do not lower it */
+	ck_assert_uint_eq(b.calls_free - a.calls_free, 26);       /* the remote ones once collected */
+	heap_collect_all();
+	contig_get_stats(&b);
+	ck_assert_uint_eq(b.calls_malloc - a.calls_malloc, 64);
+	ck_assert_uint_eq(b.calls_free - a.calls_free, 42);
+	for (int i = 40; i < 60; i++) alloc_free(count_blocks[i]);
+	alloc_free(count_blocks[62]);
+	alloc_free(count_blocks[63]);
+	contig_get_stats(&b);
+	ck_assert_uint_eq(b.calls_malloc - a.calls_malloc, 64);
+	ck_assert_uint_eq(b.calls_free - a.calls_free, 64);
+}
+END_TEST
+
 /* A thread that frees many of another thread's blocks before its first malloc needs no heap for
  * them, and its first malloc adopts the abandoned heap that holds runs. */
 static void *mainblocks[200];
@@ -494,6 +538,7 @@ Suite *heap_suite(void)
 	tcase_add_test(t, thread_exit_then_free_elsewhere);
 	tcase_add_test(t, exit_while_freed_remotely);
 	tcase_add_test(t, usable_size_of_freed_blocks);
+	tcase_add_test(t, call_counts_exact);
 	tcase_add_test(t, large_blocks_and_realloc_in_place);
 	tcase_add_test(t, aligned);
 	tcase_add_test(t, outside_pointer_ignored);
