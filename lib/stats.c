@@ -19,6 +19,10 @@ void stats_collect(contig_stats_t *st)
 	st->size = sizeof *st;
 	st->base = G.cfg.base;
 	st->range_size = G.size;
+	/* the heaps' frees before the runs' live counts: a block freed in between is then missed
+	 * by both, never counted twice (see calls_malloc below) */
+	uint64_t small_frees;
+	heap_count_calls(&small_frees, &st->calls_realloc);
 	region_get_stats(&rs);
 	st->mode = rs.range.mode;
 	st->reserved = rs.range.reserved;
@@ -52,11 +56,15 @@ void stats_collect(contig_stats_t *st)
 	st->live_bytes += rs.large_bytes;
 	/* No malloc is counted on its own (one add less on every malloc): a small block malloc
 	 * made has been freed (counted by its heap) or is live (its run's used, which counts it
-	 * until its owner takes back a remote free); large blocks are counted as they are made. */
-	uint64_t small_frees;
-	heap_count_calls(&small_frees, &st->calls_realloc);
+	 * until its owner takes back a remote free); large blocks are counted as they are made.
+	 * While other threads run, a free or a collection between the two reads above makes the
+	 * sum fall short by a few: it never goes back below a figure already reported. */
+	static _Atomic(uint64_t) mallocs_seen;
+	uint64_t m = small_frees + small_live + rs.large_allocs;
+	uint64_t seen = atomic_load_explicit(&mallocs_seen, memory_order_relaxed);
+	while (m > seen && !atomic_compare_exchange_weak(&mallocs_seen, &seen, m)) {}
+	st->calls_malloc = m > seen ? m : seen;
 	st->calls_free = small_frees + (rs.large_allocs - rs.large_blocks);
-	st->calls_malloc = small_frees + small_live + rs.large_allocs;
 	st->calls_mmap = mm_calls();
 }
 
