@@ -416,14 +416,20 @@ size_t heap_asked(const page_t *pg, const void *p)
 }
 
 /* ---- slow paths ---- */
-static page_t *new_page(heap_t *h, unsigned cls)
+/* A spare for cls: one that last served cls if there is one (see new_page), else the last. */
+static page_t *spare_take(heap_t *h, unsigned cls)
 {
-	page_t *pg = class_pages[cls] == 1 && h->nspare ? h->spare[--h->nspare] : NULL;
-	if (!pg) {
-		pg = region_alloc(class_pages[cls], PK_SMALL, 0);
-		if (!pg) return NULL;
-		h->nruns++;
-	}
+	int k = h->nspare - 1;
+	for (int i = 0; i < h->nspare; i++)
+		if (h->spare[i]->cls == cls) { k = i; break; }
+	page_t *pg = h->spare[k];
+	h->spare[k] = h->spare[--h->nspare];
+	return pg;
+}
+
+/* pg becomes an empty run of cls, owned by h, nothing carved yet. */
+static void page_init(heap_t *h, page_t *pg, unsigned cls)
+{
 	uint32_t bs = class_size[cls];
 	pg->heap = h;
 	pg->block_size = bs;
@@ -437,6 +443,24 @@ static page_t *new_page(heap_t *h, unsigned cls)
 	for (int i = 0; i < 5; i++) inv *= 2 - odd * inv;
 	pg->inv = inv;
 	page_remote(pg)->page = pg;
+}
+
+static page_t *new_page(heap_t *h, unsigned cls)
+{
+	page_t *pg = class_pages[cls] == 1 && h->nspare ? spare_take(h, cls) : NULL;
+	if (pg && pg->cls == cls) {
+		/* it served this class and emptied: every block it carved is on its free list, its
+		 * bitmaps are clear, so it is ready as it is (a program that frees whole bursts and
+		 * allocates them again skips carving the run every time) */
+		CONTIG_ASSERT(pg->used == 0 && pg->heap == h && page_remote(pg)->page == pg);
+	} else {
+		if (!pg) {
+			pg = region_alloc(class_pages[cls], PK_SMALL, 0);
+			if (!pg) return NULL;
+			h->nruns++;
+		}
+		page_init(h, pg, cls);
+	}
 	atomic_store_explicit(&page_remote(pg)->pending, 0, memory_order_relaxed);
 	atomic_store_explicit(&page_remote(pg)->qstate, Q_QUIET, memory_order_relaxed);
 	/* One live bit per block, numbered by block_index: the bitmap is as short as it can be (a
@@ -471,7 +495,7 @@ void *heap_alloc_class(unsigned cls)
 	if (pg == &page_empty) {
 		pg = new_page(h, cls);
 		if (!pg) return NULL;
-		extend(pg);
+		if (!pg->free) extend(pg);
 	}
 	return page_pop(pg, pg->free);
 }

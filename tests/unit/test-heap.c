@@ -152,6 +152,34 @@ START_TEST(remote_frees_set_freed_bits)
 }
 END_TEST
 
+/* A one-page run that empties behind the head is kept as a spare; when its class needs a run
+ * again it comes back as it was, its blocks carved and on its free list (last freed first),
+ * not carved afresh from the run's start. */
+#define SP_N 3072
+static void *sp_blocks[SP_N];
+START_TEST(spare_keeps_its_carved_blocks)
+{
+	unsigned cls = size_class(64);
+	ck_assert_uint_eq(class_pages[cls], 1);
+	ck_assert_uint_eq(class_blocks[cls] * 3, SP_N);            /* three runs' worth */
+	heap_collect_all();
+	for (int i = 0; i < SP_N; i++) sp_blocks[i] = alloc_malloc(64);
+	page_t *head = heap_tls->pages[cls];
+	for (int i = 0; i < SP_N; i++) alloc_free(sp_blocks[i]);    /* in order: last freed is highest */
+	bool seen = false;
+	for (int i = 0; i < SP_N; i++) {
+		void *p = sp_blocks[i] = alloc_malloc(64);
+		page_t *pg = run_of(p);
+		if (pg == head || seen) continue;
+		seen = true;                                          /* the first block of a spare */
+		ck_assert_ptr_ne(p, (void *)pg->start);
+		ck_assert_ptr_eq(p, (void *)(pg->start + (class_blocks[cls] - 1) * 64));
+	}
+	ck_assert(seen);
+	for (int i = 0; i < SP_N; i++) alloc_free(sp_blocks[i]);
+}
+END_TEST
+
 /* calls_malloc and calls_free count exactly (mallocs are not counted one by one: the live blocks
  * make up the difference), for small and large blocks, local and remote frees, and never go
  * down when blocks are freed. */
@@ -539,6 +567,7 @@ Suite *heap_suite(void)
 	tcase_add_test(t, exit_while_freed_remotely);
 	tcase_add_test(t, usable_size_of_freed_blocks);
 	tcase_add_test(t, call_counts_exact);
+	tcase_add_test(t, spare_keeps_its_carved_blocks);
 	tcase_add_test(t, large_blocks_and_realloc_in_place);
 	tcase_add_test(t, aligned);
 	tcase_add_test(t, outside_pointer_ignored);
