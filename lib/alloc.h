@@ -25,7 +25,7 @@ HIDDEN int alloc_trim(size_t pad);
 /* ---- the fast paths, inline so that preload's malloc and free are their bodies (a call or
  * jump less on every call); what they cannot serve goes to alloc.c. ---- */
 HIDDEN void *alloc_malloc_slow(size_t n);
-HIDDEN void alloc_free_slow(page_t *pg, void *p);      /* a pointer not in a small run's head page */
+HIDDEN void alloc_free_slow(page_t *pg, void *p);      /* a pointer that starts no block of a small run's head page */
 HIDDEN void alloc_free_outside(void *p);               /* a pointer outside the range */
 
 static inline void *alloc_malloc_inline(size_t n)
@@ -48,8 +48,12 @@ static inline void alloc_free_inline(void *p)
 {
 	if (unlikely(!range_has(p))) { alloc_free_outside(p); return; }
 	page_t *pg = page_of(p);
-	if (likely(is_small_head(pg))) { heap_free_block1(pg, p); return; }
-	alloc_free_slow(pg, p);
+	/* capacity is 0 in every descriptor but a small run's head, so one test sends both a
+	 * pointer that starts no carved block of this page's run and every other kind of page
+	 * (large blocks, later pages of runs, free pages) to the slow path */
+	uint64_t bit = block_index(pg, (uintptr_t)p & (PAGE_SIZE - 1));
+	if (unlikely(bit >= pg->capacity)) { alloc_free_slow(pg, p); return; }
+	heap_free_checked(pg, p, bit, "free");
 }
 
 #endif

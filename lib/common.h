@@ -98,7 +98,8 @@ typedef struct page {
 	uint8_t flags;                  /* PF_* of this 64 KiB page, kept across reuse */
 	uint8_t rot;                    /* PK_SMALL: trailing zero bits of block_size (block_index) */
 	uint8_t spare1;                 /* always 0 */
-	uint16_t capacity;              /* PK_SMALL: blocks carved into the free lists so far */
+	uint16_t capacity;              /* PK_SMALL: blocks carved into the free lists so far; 0 in every
+	                                   other descriptor (free's fast path tests only this) */
 	uint32_t next, prev;            /* page index + 1 (0 = none): heap class list, free bin, delayed stack */
 } page_t;
 

@@ -272,7 +272,10 @@ static void free_locked(page_t *h)
 	uint8_t was = h->kind;
 	/* first, as region_alloc's last: the leak check must not follow live into a recycled bitmap */
 	__atomic_store_n(&h->kind, PK_FREE, __ATOMIC_RELEASE);
-	if (was == PK_SMALL) bitmap_put_locked(h->live);
+	if (was == PK_SMALL) {
+		h->capacity = 0;        /* only small heads have one (the free fast path's one test) */
+		bitmap_put_locked(h->live);
+	}
 	else if (was == PK_LARGE) { R.large_bytes -= n << PAGE_SHIFT; R.large_blocks--; }
 	for (size_t i = idx; i < idx + n; i++) {
 		if (P(i)->flags & PF_PROT) {

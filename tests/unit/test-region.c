@@ -188,6 +188,21 @@ START_TEST(late_remote_or_into_unused_chunk)
 }
 END_TEST
 
+/* Only a small run's head has a capacity: free's fast path tests nothing else before it uses
+ * the descriptor, so a run given back must not leave one behind (a free into the pages later
+ * would be taken for a free of a small block). */
+START_TEST(given_back_small_run_has_no_capacity)
+{
+	page_t *a = region_alloc(1, PK_SMALL, 0);
+	ck_assert_ptr_nonnull(a);
+	a->cls = 1;
+	a->capacity = 100;
+	region_free(a);
+	ck_assert_uint_eq(a->kind, PK_FREE);
+	ck_assert_uint_eq(a->capacity, 0);
+}
+END_TEST
+
 Suite *region_suite(void)
 {
 	Suite *s = suite_create("region");
@@ -200,6 +215,7 @@ Suite *region_suite(void)
 	tcase_add_test(t, purge_returns_committed);
 	tcase_add_test(t, limit_refuses_and_recovers);
 	tcase_add_test(t, late_remote_or_into_unused_chunk);
+	tcase_add_test(t, given_back_small_run_has_no_capacity);
 	suite_add_tcase(s, t);
 	return s;
 }
