@@ -226,7 +226,7 @@ void alloc_delete_sized(void *p, size_t n)
 		if (likely(is_small_head(pg))) {
 			if (unlikely(n > pg->block_size))
 				fatal_msg("operator delete", "size larger than the block");
-			heap_free_block1(pg, p);
+			if (!heap_free_block1(pg, p)) heap_invalid("free", p);
 			return;
 		}
 	}

@@ -48,12 +48,8 @@ static inline void alloc_free_inline(void *p)
 {
 	if (unlikely(!range_has(p))) { alloc_free_outside(p); return; }
 	page_t *pg = page_of(p);
-	/* capacity is 0 in every descriptor but a small run's head, so one test sends both a
-	 * pointer that starts no carved block of this page's run and every other kind of page
-	 * (large blocks, later pages of runs, free pages) to the slow path */
-	uint64_t bit = block_index(pg, (uintptr_t)p & (PAGE_SIZE - 1));
-	if (unlikely(bit >= pg->capacity)) { alloc_free_slow(pg, p); return; }
-	heap_free_checked(pg, p, bit, "free");
+	/* large blocks, later pages of runs, free pages and pointers that start no block */
+	if (unlikely(!heap_free_block1(pg, p))) alloc_free_slow(pg, p);
 }
 
 #endif

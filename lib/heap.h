@@ -188,16 +188,16 @@ static inline void heap_free_block(page_t *pg, void *p, const char *func)
 	heap_free_checked(pg, p, bit, func);
 }
 
-/* heap_free_block for p in the head page of its run (the run starts at that page, so the offset
- * is the low bits of p). */
-static inline void heap_free_block1(page_t *pg, void *p)
+/* free(p) for p in the page pg describes, when p starts a carved block of a small run that
+ * starts at that page (the offset is the low bits of p): false, and nothing done, otherwise.
+ * Only a small run's head has a non-zero capacity, so this one test also turns away every
+ * other kind of page. */
+static inline bool heap_free_block1(page_t *pg, void *p)
 {
 	uint64_t bit = block_index(pg, (uintptr_t)p & (PAGE_SIZE - 1));
-	if (unlikely(bit >= pg->capacity)) {
-		heap_invalid("free", p);
-		return;
-	}
+	if (unlikely(bit >= pg->capacity)) return false;
 	heap_free_checked(pg, p, bit, "free");
+	return true;
 }
 
 #endif
