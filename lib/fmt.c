@@ -69,6 +69,40 @@ void log_verbose(const char *line)
 	if (G.cfg.verbose) log_line(line);
 }
 
+/* The exit reports (leaks, statistics) go to the stderr the program started with. Programs often
+ * close stderr before they exit (gnulib's close_stdout does), which would lose the report, and a
+ * program that closed it may have opened a file that took fd 2, which the report must not write
+ * into. So, under CONTIG_LEAKS or CONTIG_STATS only, initialisation keeps a close-on-exec copy of
+ * fd 2 at a high number and remembers which file it is. At exit fd 2 is used while it is still
+ * that file; otherwise the copy, if it is still that file too; otherwise nothing is written. */
+static struct { int fd; bool saved; uint64_t dev, ino; } err0 = { -1, false, 0, 0 };
+
+static bool same_file(int fd)
+{
+	uint64_t dev, ino;
+	return fd >= 0 && os_file_id(fd, &dev, &ino) == 0 && dev == err0.dev && ino == err0.ino;
+}
+
+void report_fd_save(void)
+{
+	static const int floor[] = { 1000, 100, 10 };
+	err0.saved = true;
+	if (os_file_id(2, &err0.dev, &err0.ino) != 0) return;   /* no stderr at start: no report */
+	for (unsigned i = 0; i < sizeof floor / sizeof floor[0] && err0.fd < 0; i++) {
+		int fd = os_dup_cloexec(2, floor[i]);
+		if (fd >= 0) err0.fd = fd;
+	}
+	if (err0.fd < 0) err0.fd = 2;   /* no copy: fd 2 while it is the same file */
+}
+
+int report_fd(void)
+{
+	if (!err0.saved) return 2;
+	if (same_file(2)) return 2;
+	if (err0.fd != 2 && same_file(err0.fd)) return err0.fd;
+	return -1;
+}
+
 static NORETURN void die(const char *msg)
 {
 	os_write(2, msg, strlen(msg));

@@ -18,5 +18,7 @@ HIDDEN void fmt_size(fmtbuf_t *b, uint64_t bytes);
 HIDDEN size_t fmt_len(const fmtbuf_t *b);
 HIDDEN void log_line(const char *line);      /* "libcontig: " + line + "\n" to stderr */
 HIDDEN void log_verbose(const char *line);   /* the same under CONTIG_VERBOSE */
+HIDDEN void report_fd_save(void);            /* at start: keep a private copy of stderr */
+HIDDEN int report_fd(void);                  /* where an exit report goes, or -1 */
 
 #endif

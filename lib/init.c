@@ -5,6 +5,7 @@
 #include "heap.h"
 #include "beacon.h"
 #include "stack.h"
+#include "fmt.h"
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
@@ -25,6 +26,8 @@ void contig_init_slow(void)
 	config_defaults(&G.cfg);
 	config_parse(&G.cfg, environ);
 	G.slow_only = G.cfg.leaks != LEAKS_OFF;
+	if (G.cfg.leaks != LEAKS_OFF || (G.cfg.stats != STATS_OFF && !G.cfg.stats_file[0]))
+		report_fd_save();                   /* exit reports survive a closed stderr */
 	G.base = G.cfg.base;
 	if (region_init() == 0)
 		G.size = G.npages << PAGE_SHIFT;     /* from here on, range_has() can say yes */

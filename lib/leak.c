@@ -808,7 +808,8 @@ typedef struct out { char buf[4096]; size_t n; } out_t;
 
 static void out_flush(out_t *o)
 {
-	if (o->n) os_write(2, o->buf, o->n);
+	int fd = o->n ? report_fd() : -1;
+	if (fd >= 0) os_write(fd, o->buf, o->n);
 	o->n = 0;
 }
 

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -90,6 +91,18 @@ long os_write(int fd, const void *buf, size_t n)
 }
 
 int os_close(int fd) { return (int)SC(SYS_close, fd, 0, 0, 0, 0, 0); }
+
+int os_dup_cloexec(int fd, int floor) { return (int)SC(SYS_fcntl, fd, F_DUPFD_CLOEXEC, floor, 0, 0, 0); }
+
+int os_file_id(int fd, uint64_t *dev, uint64_t *ino)
+{
+	struct stat st = { 0 };   /* filled by the kernel; zeroed for the analyser */
+	int r = (int)SC(SYS_fstat, fd, &st, 0, 0, 0, 0);
+	if (r != 0) return r;
+	*dev = (uint64_t)st.st_dev;
+	*ino = (uint64_t)st.st_ino;
+	return 0;
+}
 
 int os_getrlimit_as(uint64_t *cur)
 {

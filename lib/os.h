@@ -21,6 +21,8 @@ int os_open_read(const char *path);                 /* fd or -errno */
 long os_read(int fd, void *buf, size_t n);
 long os_write(int fd, const void *buf, size_t n);
 int os_close(int fd);
+int os_dup_cloexec(int fd, int floor);             /* lowest free fd >= floor, close-on-exec; or -errno */
+int os_file_id(int fd, uint64_t *dev, uint64_t *ino); /* which file fd is; 0 or -errno */
 int os_open_write(const char *path);                /* O_WRONLY|O_CREAT|O_TRUNC, 0644 */
 int os_getrlimit_as(uint64_t *cur);                 /* RLIMIT_AS soft limit; UINT64_MAX = none */
 uint64_t os_now_ms(void);                           /* monotonic, coarse */

@@ -5,7 +5,6 @@
 #include "range.h"
 #include "fmt.h"
 #include "os.h"
-#include "stack.h"
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
@@ -473,9 +472,14 @@ static void symbolizer_start(symbolizer_t *s)
 		/* the child: raw system calls only, then exec */
 		char *argv[] = { tool, (char *)"-f", (char *)"-C", (char *)"-e", s->path, NULL };
 		char *envp[] = { (char *)"PATH=/usr/bin:/bin", (char *)"LC_ALL=C", NULL };
-		int null = (int)sc(SYS_openat, AT_FDCWD, (long)"/dev/null", O_WRONLY, 0);
-		sc(SYS_dup2, sv[1], 0, 0, 0);
-		sc(SYS_dup2, sv[1], 1, 0, 0);
+		/* The program may have closed fds 0-2, so the socket or /dev/null can sit there: move
+		 * both above 2 first (dup2 onto itself would keep close-on-exec). */
+		int sock = (int)sc(SYS_fcntl, sv[1], F_DUPFD, 3, 0);
+		int null = (int)sc(SYS_openat, AT_FDCWD, (long)"/dev/null", O_WRONLY | O_CLOEXEC, 0);
+		if (null >= 0 && null < 3) null = (int)sc(SYS_fcntl, null, F_DUPFD, 3, 0);
+		if (sock < 0) sc(SYS_exit, 127, 0, 0, 0);
+		sc(SYS_dup2, sock, 0, 0, 0);
+		sc(SYS_dup2, sock, 1, 0, 0);
 		if (null >= 0) sc(SYS_dup2, null, 2, 0, 0);
 		sc(SYS_execve, (long)tool, (long)argv, (long)envp, 0);
 		sc(SYS_exit, 127, 0, 0, 0);

@@ -88,7 +88,7 @@ typedef struct out { int fd; char buf[4096]; size_t n; } out_t;
 
 static void out_flush(out_t *o)
 {
-	if (o->n) os_write(o->fd, o->buf, o->n);
+	if (o->n && o->fd >= 0) os_write(o->fd, o->buf, o->n);
 	o->n = 0;
 }
 
@@ -180,17 +180,15 @@ void stats_report_exit(void)
 	if (!G.cfg.stats) return;
 	out_t o;
 	o.n = 0;
-	o.fd = 2;
-	if (G.cfg.stats_file[0]) {
-		int fd = os_open_write(G.cfg.stats_file);
-		if (fd >= 0) o.fd = fd;
-	}
+	o.fd = G.cfg.stats_file[0] ? os_open_write(G.cfg.stats_file) : -1;
+	bool own = o.fd >= 0;
+	if (!own) o.fd = report_fd();
 	contig_stats_t st;
 	stats_collect(&st);
 	if (G.cfg.stats == STATS_JSON) print_json(&o, &st);
 	else print_text(&o, &st);
 	out_flush(&o);
-	if (o.fd != 2) os_close(o.fd);
+	if (own) os_close(o.fd);
 }
 
 void stats_print_malloc_stats(void)
