@@ -13,16 +13,45 @@
 
 static inline bool is_pow2(size_t x) { return x && !(x & (x - 1)); }
 
-/* ---- CONTIG_FALLBACK=system: blocks outside the range, each its own mapping, remembered in a
- * small open-addressed table so that free, realloc and malloc_usable_size know them. ---- */
-#define FB_SLOTS 16384u
+/* ---- CONTIG_FALLBACK=system: blocks outside the range, each its own mapping, remembered in an
+ * open-addressed table so that free, realloc and malloc_usable_size know them. The table starts
+ * at 4096 slots and doubles (rehashed, its tombstones dropped) before it is half used; the old
+ * table is metadata, never freed, so that is at most as much again. ---- */
 typedef struct fb_slot { uintptr_t addr; size_t len; } fb_slot_t;
 static pthread_mutex_t fb_lock = PTHREAD_MUTEX_INITIALIZER;
 static fb_slot_t *fb_tab;
+static size_t fb_cap;                   /* slots, a power of two */
+static size_t fb_used;                  /* live entries and tombstones */
 static _Atomic(size_t) fb_live;
 #define FB_TOMB ((uintptr_t)1)
+#define FB_FIRST 4096u
 
-static size_t fb_hash(uintptr_t a) { return (size_t)((a >> 12) * 0x9e3779b97f4a7c15ull >> 50) % FB_SLOTS; }
+static size_t fb_hash(uintptr_t a, size_t cap) { return (size_t)((a >> 12) * 0x9e3779b97f4a7c15ull >> 20) & (cap - 1); }
+
+static void fb_put(fb_slot_t *tab, size_t cap, uintptr_t a, size_t len)
+{
+	size_t i = fb_hash(a, cap);
+	while (tab[i].addr > FB_TOMB) i = (i + 1) & (cap - 1);
+	tab[i].addr = a;
+	tab[i].len = len;
+}
+
+/* Room for one more entry (under fb_lock): false when no memory for a bigger table. */
+static bool fb_room(void)
+{
+	if (fb_tab && (fb_used + 1) * 2 <= fb_cap) return true;
+	size_t live = atomic_load(&fb_live);
+	size_t cap = fb_cap ? fb_cap : FB_FIRST;
+	while ((live + 1) * 4 > cap) cap *= 2;       /* a quarter full at most after a rehash */
+	fb_slot_t *t = meta_alloc(sizeof(fb_slot_t) * cap);
+	if (!t) return fb_tab && fb_used + 1 < fb_cap;
+	for (size_t i = 0; i < fb_cap; i++)
+		if (fb_tab[i].addr > FB_TOMB) fb_put(t, cap, fb_tab[i].addr, fb_tab[i].len);
+	fb_tab = t;
+	fb_cap = cap;
+	fb_used = live;
+	return true;
+}
 
 static void *fallback_alloc(size_t n, int zero)
 {
@@ -30,15 +59,12 @@ static void *fallback_alloc(size_t n, int zero)
 	size_t len = align_up(n ? n : 1, OS_PAGE);
 	if (len < n) return NULL;
 	pthread_mutex_lock(&fb_lock);
-	if (!fb_tab) fb_tab = meta_alloc(sizeof(fb_slot_t) * FB_SLOTS);
 	void *p = NULL;
-	if (fb_tab && atomic_load(&fb_live) < FB_SLOTS / 2) {
+	if (fb_room()) {
 		p = os_map_meta(len, G.base, G.base + G.size);
 		if (p) {
-			size_t i = fb_hash((uintptr_t)p);
-			while (fb_tab[i].addr > FB_TOMB) i = (i + 1) % FB_SLOTS;
-			fb_tab[i].addr = (uintptr_t)p;
-			fb_tab[i].len = len;
+			fb_put(fb_tab, fb_cap, (uintptr_t)p, len);
+			fb_used++;
 			atomic_fetch_add(&fb_live, 1);
 		}
 	}
@@ -56,7 +82,8 @@ static size_t fallback_find(const void *p, bool take)
 	size_t len = 0;
 	if (!atomic_load_explicit(&fb_live, memory_order_relaxed)) return 0;
 	pthread_mutex_lock(&fb_lock);
-	for (size_t i = fb_hash((uintptr_t)p), k = 0; fb_tab && k < FB_SLOTS && fb_tab[i].addr; i = (i + 1) % FB_SLOTS, k++) {
+	for (size_t i = fb_hash((uintptr_t)p, fb_cap), k = 0; fb_tab && k < fb_cap && fb_tab[i].addr;
+	     i = (i + 1) & (fb_cap - 1), k++) {
 		if (fb_tab[i].addr == (uintptr_t)p) {
 			len = fb_tab[i].len;
 			if (take) {
@@ -70,11 +97,12 @@ static size_t fallback_find(const void *p, bool take)
 	return len;
 }
 
-static void *fallback_or_enomem_n(size_t n, int zero)
+/* e: errno before the range was tried (a failed try set it; a served block keeps it) */
+static void *fallback_or_enomem_n(size_t n, int zero, int e)
 {
 	if (G.cfg.fallback_system) {
 		void *p = fallback_alloc(n, zero);
-		if (p) return p;
+		if (p) { errno = e; return p; }
 	}
 	errno = ENOMEM;
 	return NULL;
@@ -85,14 +113,15 @@ static void *fallback_or_enomem_n(size_t n, int zero)
  * Fallback blocks are page-aligned mappings, so they serve alignments up to 4 KiB. */
 static void *large_alloc(size_t n, size_t align, int zero)
 {
+	int e = errno;
 	if (n > ((size_t)1 << 62) || n + align < n) { errno = ENOMEM; return NULL; }
-	if (n > G.size) return align <= OS_PAGE ? fallback_or_enomem_n(n, zero) : (errno = ENOMEM, NULL);
+	if (n > G.size) return align <= OS_PAGE ? fallback_or_enomem_n(n, zero, e) : (errno = ENOMEM, NULL);
 	size_t np = (align_up(n ? n : 1, PAGE_SIZE)) >> PAGE_SHIFT;    /* size 0 still gets a page */
 	size_t extra = align > PAGE_SIZE ? (align >> PAGE_SHIFT) - 1 : 0;
 	/* while leaks are checked every block starts zeroed: no stale pointer in what the caller
 	 * has not written yet keeps a lost block reachable (small blocks: leak_note_new) */
 	page_t *h = region_alloc(np + extra, PK_LARGE, zero || G.slow_only ? RUN_ZERO : 0);
-	if (!h) return align <= OS_PAGE ? fallback_or_enomem_n(n, zero) : (errno = ENOMEM, NULL);
+	if (!h) return align <= OS_PAGE ? fallback_or_enomem_n(n, zero, e) : (errno = ENOMEM, NULL);
 	if (extra) {
 		uintptr_t a = page_addr(page_idx(h));
 		uintptr_t want = align_up(a, align);
@@ -135,8 +164,9 @@ NOINLINE void *alloc_malloc_slow(size_t n)
 {
 	contig_ensure_init();
 	if (n <= SMALL_MAX) {
+		int e = errno;
 		void *p = heap_alloc_small(n);
-		return p ? p : fallback_or_enomem_n(n, 0);
+		return p ? p : fallback_or_enomem_n(n, 0, e);
 	}
 	return large_alloc(n, ALIGN_MIN, 0);
 }
@@ -287,10 +317,10 @@ void *alloc_realloc(void *p, size_t n)
 		alloc_free(p);
 		return q;
 	}
-	if (n > G.size) { errno = ENOMEM; return NULL; }
 	page_t *h;
 	size_t old = live_size(p, &h, "realloc");
 	if (old == 0) { errno = ENOMEM; return NULL; }
+	if (n > G.size) goto move;             /* only a fallback block can be that big */
 	if (h->kind == PK_SMALL) {
 		if (n <= old && n > old / 2) {
 			if (G.slow_only) {
@@ -312,6 +342,7 @@ void *alloc_realloc(void *p, size_t n)
 			return p;
 		}
 	}
+move:;
 	void *q = alloc_malloc(n);
 	if (!q) return NULL;
 	memcpy(q, p, old < n ? old : n);
@@ -330,7 +361,10 @@ void *alloc_reallocarray(void *p, size_t n, size_t m)
 void *alloc_memalign(size_t align, size_t n)
 {
 	if (align <= ALIGN_MIN) return alloc_malloc(n);
-	if (align > ((size_t)1 << 62)) { errno = EINVAL; return NULL; }
+	/* glibc: EINVAL only past 2^63 (no power of two is); 2^63 itself cannot be served */
+	if (align > ((size_t)1 << 63)) { errno = EINVAL; return NULL; }
+	if (align > ((size_t)1 << 62)) { errno = ENOMEM; return NULL; }
+	int e = errno;
 	if (!is_pow2(align)) align = (size_t)1 << (64 - __builtin_clzl(align));
 	contig_ensure_init();
 	if (n <= SMALL_MAX && align <= PAGE_SIZE) {
@@ -340,7 +374,7 @@ void *alloc_memalign(size_t align, size_t n)
 			if (class_size[c] % align == 0) {
 				void *p = heap_alloc_class(c);
 				if (G.slow_only && p) { heap_set_asked(page_of(p), p, n); leak_note_new(p, n); }
-				return p ? p : (align <= OS_PAGE ? fallback_or_enomem_n(n, 0) : (errno = ENOMEM, NULL));
+				return p ? p : (align <= OS_PAGE ? fallback_or_enomem_n(n, 0, e) : (errno = ENOMEM, NULL));
 			}
 		}
 	}

@@ -24,6 +24,10 @@
 #ifndef MREMAP_MAYMOVE
 #define MREMAP_MAYMOVE 1
 #endif
+#define MADV_GUARD_INSTALL_ 102          /* Linux 6.13 */
+#ifndef MREMAP_DONTUNMAP
+#define MREMAP_DONTUNMAP 4
+#endif
 
 static _Atomic(uint64_t) mmap_calls;
 
@@ -365,13 +369,71 @@ int mm_madvise(void *addr, size_t len, int advice)
 {
 	uintptr_t a = (uintptr_t)addr;
 	contig_ensure_init();
-	bool destructive = advice == MADV_DONTNEED || advice == MADV_FREE || advice == MADV_REMOVE ||
-	                   advice == MADV_DONTFORK || advice == MADV_WIPEONFORK;
+	/* advice that stays on the pages after a free: marked like a protection change, so that the
+	 * block's pages get a fresh mapping when it is freed */
+	bool lasting = advice == MADV_DONTFORK || advice == MADV_WIPEONFORK || advice == MADV_DONTDUMP ||
+	               advice == MADV_GUARD_INSTALL_;
+	bool destructive = lasting || advice == MADV_DONTNEED || advice == MADV_FREE || advice == MADV_REMOVE;
 	if (destructive && len && overlaps_range(a, len)) {
-		int e = check_own("madvise", a, len, false);
+		int e = check_own("madvise", a, len, lasting);
 		if (e) { errno = e == EACCES ? EINVAL : e; return -1; }
 	}
 	return kernel_ret(os_madvise(addr, len, advice));
+}
+
+/* The old place [o, o+len) of a mapping the kernel just moved away is unmapped: map it again
+ * (never over anything: a mapping that got there in between is a collision, and those pages are
+ * then never given back) and give it back as an munmap would. */
+static void refill_moved(page_t *h, uintptr_t o, size_t len)
+{
+	void *p = os_mmap((void *)o, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE,
+	                  -1, 0);
+	if (!os_failed(p) && (uintptr_t)p == o) {
+		unmap_served(h, o, o + len);
+		return;
+	}
+	if (!os_failed(p)) os_munmap(p, len);
+	refuse_line("mremap", o, len, "a mapping took the place it moved from: those pages stay unused");
+	range_count_collision(o, len, CONTIG_ROUTE_MMAP);
+}
+
+/* Whether a caller changed the protection of any page of [o, o+len). */
+static bool prot_changed(uintptr_t o, size_t len)
+{
+	for (size_t i = pidx(o); i < pidx(align_up(o + len, PAGE_SIZE)); i++)
+		if (G.pages[i].flags & PF_PROT) return true;
+	return false;
+}
+
+/* Move [o, o+oldlen) of served mapping h to newaddr (MREMAP_FIXED, outside the range) or to
+ * fresh range pages, newlen long. The kernel moves the page tables: protection, advice and
+ * contents go along, and nothing is touched or copied. With MREMAP_DONTUNMAP the old place stays
+ * mapped (and the caller's); otherwise it is mapped again and given back. */
+static void *move_served(page_t *h, uintptr_t o, size_t oldlen, size_t newlen, int flags, void *newaddr)
+{
+	page_t *n = NULL;
+	size_t np = 0;
+	uintptr_t to = (uintptr_t)newaddr;
+	if (!(flags & MREMAP_FIXED)) {
+		np = align_up(newlen, PAGE_SIZE) >> PAGE_SHIFT;
+		n = region_alloc(np, PK_MMAP, RUN_ZERO);
+		if (!n) return fail(ENOMEM);
+		to = page_addr(page_idx(n));
+	}
+	void *r = os_mremap((void *)o, oldlen, newlen, flags | MREMAP_MAYMOVE | MREMAP_FIXED, (void *)to);
+	if (os_failed(r)) {
+		int e = os_err(r);
+		/* (the kernel may have unmapped the destination first: the release maps ours again) */
+		if (n) region_mmap_release(n, page_idx(n), page_idx(n) + np);
+		return fail(e);
+	}
+	if (n) {
+		n->map_hi = newlen;
+		for (size_t i = 0; i < np; i++) n[i].flags |= PF_PROT;   /* whatever it was, it came along */
+		atomic_fetch_add_explicit(&mmap_calls, 1, memory_order_relaxed);
+	}
+	if (!(flags & MREMAP_DONTUNMAP)) refill_moved(h, o, oldlen);
+	return r;
 }
 
 void *mm_mremap(void *old, size_t oldlen, size_t newlen, int flags, void *newaddr)
@@ -389,6 +451,10 @@ void *mm_mremap(void *old, size_t oldlen, size_t newlen, int flags, void *newadd
 		return p;
 	}
 	if ((o & (OS_PAGE - 1)) || newlen == 0) return fail(EINVAL);
+	if ((flags & ~(MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP)) ||
+	    ((flags & (MREMAP_FIXED | MREMAP_DONTUNMAP)) && !(flags & MREMAP_MAYMOVE)) ||
+	    ((flags & MREMAP_FIXED) && ((uintptr_t)newaddr & (OS_PAGE - 1))))
+		return fail(EINVAL);
 	page_t *h;
 	int kind = region_classify(pidx(o), &h);
 	if (kind != PC_MMAP) {
@@ -401,6 +467,8 @@ void *mm_mremap(void *old, size_t oldlen, size_t newlen, int flags, void *newadd
 	uintptr_t start = page_addr(page_idx(h));
 	if (o < start + h->map_lo || o + oldlen > start + h->map_hi || holes_any(h, o, o + oldlen))
 		return fail(EFAULT);
+	if (flags & (MREMAP_FIXED | MREMAP_DONTUNMAP))
+		return move_served(h, o, oldlen, newlen, flags, newaddr);
 	if (newlen <= oldlen) {
 		if (newlen < oldlen) mm_munmap((void *)(o + newlen), oldlen - newlen);
 		return old;
@@ -411,16 +479,37 @@ void *mm_mremap(void *old, size_t oldlen, size_t newlen, int flags, void *newadd
 		size_t np = align_up(want, PAGE_SIZE) >> PAGE_SHIFT;
 		size_t had = h->npages;
 		if (np == had || region_resize(h, np) == 0) {
+			bool plain = !prot_changed(o, oldlen);
+			if (!plain) {
+				/* The kernel grows it, so the new part gets the old part's protection and
+				 * advice: give it the room for a moment. */
+				os_munmap((void *)(o + oldlen), newlen - oldlen);
+				if (!os_failed(os_mremap(old, oldlen, newlen, 0, NULL))) {
+					for (size_t i = pidx(o + oldlen); i < pidx(align_up(o + newlen, PAGE_SIZE)); i++)
+						G.pages[i].flags |= PF_PROT;
+					h->map_hi = want;
+					return old;
+				}
+				/* it would not (the old part spans mappings): ours again, and move instead */
+			}
 			/* the grown part reads as zero and is writable, whatever it was (slack left
 			 * PROT_NONE by an earlier unmap, dirty free pages) */
-			os_mmap((void *)(o + oldlen), newlen - oldlen, PROT_READ | PROT_WRITE,
-			        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
-			h->map_hi = want;
-			return old;
+			void *p = os_mmap((void *)(o + oldlen), newlen - oldlen, PROT_READ | PROT_WRITE,
+			                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+			                  (plain ? MAP_FIXED : MAP_FIXED_NOREPLACE), -1, 0);
+			if (plain) {
+				h->map_hi = want;
+				return old;
+			}
+			if (!os_failed(p) && (uintptr_t)p != o + oldlen) os_munmap(p, newlen - oldlen);
 		}
 	}
 	if (!(flags & MREMAP_MAYMOVE)) return fail(ENOMEM);
-	void *n = mm_mmap(NULL, newlen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *n = move_served(h, o, oldlen, newlen, flags, newaddr);
+	if (n != MAP_FAILED || errno == ENOMEM || prot_changed(o, oldlen)) return n;
+	/* The kernel would not move it (the old part spans two of its mappings, which a plain
+	 * read-write served mapping may), so copy; the old part is readable. */
+	n = mm_mmap(NULL, newlen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (n == MAP_FAILED) return n;
 	memcpy(n, old, oldlen);
 	mm_munmap(old, oldlen);

@@ -140,6 +140,12 @@ static int map_exact(uintptr_t addr, size_t len, int prot, int extra)
 
 int os_reserve_fixed(uintptr_t addr, size_t len) { return map_exact(addr, len, PROT_NONE, 0); }
 int os_map_fixed_rw(uintptr_t addr, size_t len) { return map_exact(addr, len, PROT_READ | PROT_WRITE, 0); }
+int os_map_over_rw(uintptr_t addr, size_t len)
+{
+	void *p = os_mmap((void *)addr, len, PROT_READ | PROT_WRITE,
+	                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+	return os_failed(p) ? -os_err(p) : 0;
+}
 int os_commit(uintptr_t addr, size_t len) { return os_mprotect((void *)addr, len, PROT_READ | PROT_WRITE); }
 int os_decommit(uintptr_t addr, size_t len) { return os_madvise((void *)addr, len, MADV_DONTNEED); }
 

@@ -279,8 +279,9 @@ static void free_locked(page_t *h)
 	else if (was == PK_LARGE) { R.large_bytes -= n << PAGE_SHIFT; R.large_blocks--; }
 	for (size_t i = idx; i < idx + n; i++) {
 		if (P(i)->flags & PF_PROT) {
-			/* the caller changed protections inside the block: make it plain memory again */
-			os_commit(page_addr(idx), n << PAGE_SHIFT);
+			/* the caller changed protections or gave lasting advice (MADV_DONTFORK, ...) inside
+			 * the block: a fresh mapping of ours makes it plain memory again */
+			os_map_over_rw(page_addr(idx), n << PAGE_SHIFT);
 			for (size_t k = idx; k < idx + n; k++) P(k)->flags &= (uint8_t)~PF_PROT;
 			break;
 		}

@@ -1,7 +1,8 @@
 #!/bin/sh
 # fallback.sh - SPEC CONTIG_FALLBACK: with an 8 MiB range, 64 MiB in 1 MiB blocks, small blocks
 # and a 16 MiB mmap (t-fallback). system: all succeed, the overflow lies outside the range and
-# is counted as fallback bytes (API and JSON); none (the default): NULL/MAP_FAILED with ENOMEM,
+# is counted as fallback bytes (API and JSON), 10,000 fallback blocks live at once, realloc past
+# the range; none (the default): NULL/MAP_FAILED with ENOMEM,
 # nothing outside the range, the program carries on and exits 0.
 . "${TESTS_SRCDIR:-$(dirname "$0")/..}/safety/common.sh"
 

@@ -4,7 +4,9 @@
 # PROT_READ mapping kills a child with SIGSEGV); munmap whole, prefix, suffix and middle leave
 # the unmapped part faulting; mprotect; mremap grows in place, shrinks and moves keeping the
 # contents; MAP_SHARED, file and PROT_NONE mappings are outside the range; MAP_POPULATE makes the
-# pages resident; mmap64. In each mode; with CONTIG_MMAP=0 the mappings must be outside the range
+# pages resident; mmap64. remap: mremap keeps protection, moves PROT_NONE mappings without a
+# fault and without touching pages, honours MREMAP_FIXED outside the range and MREMAP_DONTUNMAP as
+# the kernel does; MADV_DONTFORK inside a heap block ends with the block. In each mode; with CONTIG_MMAP=0 the mappings must be outside the range
 # (the same program then fails its range checks, which this test expects).
 . "${TESTS_SRCDIR:-$(dirname "$0")/..}/safety/common.sh"
 
@@ -12,6 +14,8 @@ t=$(prog t-mmap)
 for mode in auto lazy reserve; do
 	run CONTIG_MODE=$mode "$t" semantics
 	expect_rc "CONTIG_MODE=$mode t-mmap semantics" 0 && cat "$TMPD/out"
+	run CONTIG_MODE=$mode "$t" remap
+	expect_rc "CONTIG_MODE=$mode t-mmap remap" 0 && cat "$TMPD/out"
 done
 run CONTIG_MMAP=0 "$t" semantics
 if [ $rc -eq 0 ] || ! grep -q 'not in the range' "$TMPD/err"; then

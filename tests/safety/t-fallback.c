@@ -1,11 +1,13 @@
 /* t-fallback.c system|none - run with a tiny range (CONTIG_SIZE=8M): allocate 64 MiB in 1 MiB
  * blocks, some small blocks once the range is full, and a 16 MiB anonymous mmap.
  *   system: everything succeeds, some blocks lie outside the range, all keep their contents,
- *           the statistics count fallback bytes; free works on both kinds.
+ *           the statistics count fallback bytes; free works on both kinds; 10,000 fallback
+ *           blocks live at once; realloc past the whole range moves the block outside it.
  *   none:   allocations fail with NULL/ENOMEM (mmap with MAP_FAILED/ENOMEM) once the range is
  *           full, nothing lands outside it, and the program carries on: freeing makes room. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +77,35 @@ int main(int argc, char **argv)
 		CHECK(m == MAP_FAILED && merr == ENOMEM, "CONTIG_FALLBACK=none: mmap(16 MiB) gave %p, errno %d (want ENOMEM)",
 		      (void *)m, merr);
 		CHECK(st.fallback_bytes == 0, "CONTIG_FALLBACK=none: fallback bytes %zu", st.fallback_bytes);
+	}
+	if (sys) {
+		/* many live fallback blocks at once (a fixed table used to stop at 8191), each
+		 * found again by free; errno untouched by a served block */
+		enum { NMANY = 10000 };
+		static char *many[NMANY];
+		for (int i = 0; i < NMANY; i++) {
+			errno = 0;
+			many[i] = malloc(4000);
+			CHECK(many[i] != NULL, "CONTIG_FALLBACK=system: fallback block %d of %d failed, errno %d", i, NMANY, errno);
+			CHECK(errno == 0, "CONTIG_FALLBACK=system: a served malloc set errno to %d", errno);
+			many[i][0] = (char)i;
+			many[i][3999] = (char)(i >> 8);
+		}
+		for (int i = 0; i < NMANY; i++) {
+			CHECK(many[i][0] == (char)i && many[i][3999] == (char)(i >> 8), "fallback block %d lost its contents", i);
+			CHECK(malloc_usable_size(many[i]) >= 4000, "fallback block %d: usable size %zu",
+			      i, malloc_usable_size(many[i]));
+			free(many[i]);
+		}
+		/* realloc past the whole range: moves outside it, as malloc of that size does */
+		char *r = malloc(1000);
+		CHECK(r != NULL, "malloc(1000) failed");
+		memset(r, 5, 1000);
+		char *r2 = realloc(r, (size_t)32 << 20);
+		CHECK(r2 != NULL, "CONTIG_FALLBACK=system: realloc(1000 B -> 32 MiB, past the 8 MiB range) failed, errno %d", errno);
+		CHECK(r2[0] == 5 && r2[999] == 5, "realloc past the range lost the contents");
+		r2[((size_t)32 << 20) - 1] = 1;
+		free(r2);
 	}
 	if (m != MAP_FAILED)
 		munmap(m, (size_t)16 << 20);

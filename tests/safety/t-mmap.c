@@ -8,12 +8,16 @@
  *          range, page aligned, zero filled (also when reused), protection honoured, munmap
  *          whole/prefix/suffix/middle, mprotect, mremap grow in place/shrink/move, MAP_SHARED and
  *          file mappings outside the range, MAP_POPULATE, mmap64.
+ *   remap: mremap keeps the protection (grown and moved), moves PROT_NONE mappings, touches no
+ *          page when it moves, honours MREMAP_FIXED outside the range and MREMAP_DONTUNMAP;
+ *          MADV_DONTFORK inside a heap block ends when the block is freed.
  * Faults are checked in a forked child, which must die by SIGSEGV. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -324,6 +328,129 @@ static void semantics(void)
 		printf("t-mmap semantics: all as the kernel would\n");
 }
 
+/* Resident 4 KiB pages of [p, p+len). */
+static size_t resident(const void *p, size_t len)
+{
+	static unsigned char vec[1 << 16];
+	size_t n = 0;
+	CHECK(len / PG <= sizeof vec && mincore((void *)p, len, vec) == 0, "mincore failed");
+	for (size_t i = 0; i < len / PG; i++)
+		n += vec[i] & 1;
+	return n;
+}
+
+#ifndef MREMAP_DONTUNMAP
+#define MREMAP_DONTUNMAP 4
+#endif
+
+/* mremap of served mappings keeps what the kernel keeps: the protection (grown part and moved
+ * mapping), a PROT_NONE mapping moves without a fault, a move touches no page, MREMAP_FIXED
+ * outside the range moves there, MREMAP_DONTUNMAP moves or fails as the kernel does; and lasting
+ * madvise advice on a heap block ends with the block. */
+static void remap(void)
+{
+	/* a read-only mapping grown in place: the new part is read-only too */
+	char *r = anon(PG, PROT_READ);
+	CHECK(in(r, PG), "mapping %p not served from the range", (void *)r);
+	char *g = mremap(r, PG, 16 * PG, 0);
+	CHECK(g == r, "mremap grow in place of a read-only mapping failed: errno %d", errno);
+	SOFT(faults(g + 8 * PG, 1), "the grown part of a PROT_READ mapping is writable");
+	SOFT(!faults(g + 8 * PG, 0), "the grown part of a PROT_READ mapping is not readable");
+	/* ... and moved: still read-only */
+	char *blocker = mmap(g + 16 * PG, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	char *mv = mremap(g, 16 * PG, 64 * PG, MREMAP_MAYMOVE);
+	CHECK(mv != MAP_FAILED, "mremap move of a read-only mapping failed: errno %d", errno);
+	SOFT(faults(mv, 1) && faults(mv + 40 * PG, 1), "a moved PROT_READ mapping is writable");
+	munmap(mv, 64 * PG);
+	if (blocker != MAP_FAILED) munmap(blocker, PG);
+
+	/* made PROT_NONE by mprotect, then moved: no fault in the library, contents kept */
+	char *pn = anon(16 * PG, PROT_READ | PROT_WRITE);      /* 64 KiB: the next page is another */
+	pn[0] = 42;
+	pn[PG + 7] = 43;
+	CHECK(mprotect(pn, 16 * PG, PROT_NONE) == 0, "mprotect PROT_NONE failed");
+	blocker = mmap(pn + 16 * PG, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	char *pm = mremap(pn, 16 * PG, 40 * PG, MREMAP_MAYMOVE);
+	CHECK(pm != MAP_FAILED, "mremap move of a PROT_NONE mapping failed: errno %d", errno);
+	SOFT(faults(pm, 0), "a moved PROT_NONE mapping is readable");
+	CHECK(mprotect(pm, 40 * PG, PROT_READ | PROT_WRITE) == 0, "mprotect back failed");
+	CHECK(pm[0] == 42 && pm[PG + 7] == 43, "a moved PROT_NONE mapping lost its contents");
+	CHECK(all_zero(pm + 16 * PG, 24 * PG), "the grown part of a moved mapping is not zero");
+	munmap(pm, 40 * PG);
+	if (blocker != MAP_FAILED) munmap(blocker, PG);
+
+	/* a 64 MiB mapping with two touched pages, moved: only those pages are resident after */
+	size_t big = (size_t)64 << 20;
+	char *b = anon(big, PROT_READ | PROT_WRITE);
+	b[0] = 1;
+	b[big - 1] = 2;
+	blocker = mmap(b + big, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	char *bm = mremap(b, big, big + (1 << 20), MREMAP_MAYMOVE);
+	CHECK(bm != MAP_FAILED && in(bm, big), "mremap move of 64 MiB failed or left the range");
+	CHECK(bm[0] == 1 && bm[big - 1] == 2, "the moved 64 MiB mapping lost its contents");
+	size_t res = resident(bm, big + (1 << 20));
+	SOFT(res <= 16, "moving a 64 MiB mapping with 2 touched pages made %zu pages resident", res);
+	munmap(bm, big + (1 << 20));
+	if (blocker != MAP_FAILED) munmap(blocker, PG);
+
+	/* MREMAP_FIXED to a place outside the range: moved there */
+	char *src = anon(4 * PG, PROT_READ | PROT_WRITE);
+	memset(src, 9, 4 * PG);
+	char *dst = mmap(NULL, 4 * PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(dst != MAP_FAILED && !in(dst, 1), "no place outside the range");
+	char *fx = mremap(src, 4 * PG, 4 * PG, MREMAP_MAYMOVE | MREMAP_FIXED, dst);
+	CHECK(fx == dst, "mremap(MREMAP_FIXED, %p) returned %p", (void *)dst, (void *)fx);
+	CHECK(dst[0] == 9 && dst[4 * PG - 1] == 9, "MREMAP_FIXED: the contents did not move");
+	SOFT(faults(src, 0), "MREMAP_FIXED: the old place is still accessible");
+	munmap(dst, 4 * PG);
+
+	/* MREMAP_DONTUNMAP: the kernel's answer for a mapping of its own decides what is right */
+	char *k = mmap(NULL, 4 * PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);   /* not served */
+	CHECK(k != MAP_FAILED && !in(k, 1) && mprotect(k, 4 * PG, PROT_READ | PROT_WRITE) == 0, "kernel mapping");
+	memset(k, 5, 4 * PG);
+	char *kq = mremap(k, 4 * PG, 4 * PG, MREMAP_MAYMOVE | MREMAP_DONTUNMAP);
+	char *d = anon(4 * PG, PROT_READ | PROT_WRITE);
+	memset(d, 5, 4 * PG);
+	errno = 0;
+	char *dq = mremap(d, 4 * PG, 4 * PG, MREMAP_MAYMOVE | MREMAP_DONTUNMAP);
+	if (kq == MAP_FAILED)
+		SOFT(dq == MAP_FAILED, "MREMAP_DONTUNMAP: the kernel refuses it here, the library gave %p", (void *)dq);
+	else {
+		CHECK(dq != MAP_FAILED, "MREMAP_DONTUNMAP failed (errno %d) where the kernel does it", errno);
+		SOFT(dq != d && dq[0] == 5 && d[0] == 0, "MREMAP_DONTUNMAP: moved=%d new[0]=%d old[0]=%d",
+		     dq != d, dq[0], d[0]);
+	}
+
+	/* MADV_DONTFORK on part of a large heap block, then free: the pages serve later blocks,
+	 * which a forked child must see */
+	char *hb = malloc((size_t)4 << 20);
+	char *al = (char *)(((uintptr_t)hb + PG - 1) & ~(uintptr_t)(PG - 1));
+	CHECK(madvise(al, 1 << 20, MADV_DONTFORK) == 0, "madvise(MADV_DONTFORK) inside a block failed: errno %d", errno);
+	free(hb);
+	enum { K = 200 };
+	static char *blk[K];
+	for (int i = 0; i < K; i++) {
+		blk[i] = malloc(100000);
+		memset(blk[i], 7, 100000);
+	}
+	pid_t pid = fork();
+	CHECK(pid >= 0, "fork failed");
+	if (pid == 0) {
+		for (int i = 0; i < K; i++)
+			for (int j = 0; j < 100000; j += 512)
+				if (blk[i][j] != 7) _exit(1);
+		_exit(0);
+	}
+	int st;
+	CHECK(waitpid(pid, &st, 0) == pid, "waitpid failed");
+	SOFT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "after MADV_DONTFORK on a freed block, a child's heap %s",
+	     WIFSIGNALED(st) ? "faults" : "reads wrong");
+	for (int i = 0; i < K; i++)
+		free(blk[i]);
+	if (soft_failures == 0)
+		printf("t-mmap remap: all as the kernel would\n");
+}
+
 int main(int argc, char **argv)
 {
 	tu_init();
@@ -331,8 +458,10 @@ int main(int argc, char **argv)
 		calls();
 	else if (argc > 1 && strcmp(argv[1], "semantics") == 0)
 		semantics();
+	else if (argc > 1 && strcmp(argv[1], "remap") == 0)
+		remap();
 	else {
-		fprintf(stderr, "usage: t-mmap calls|semantics\n");
+		fprintf(stderr, "usage: t-mmap calls|semantics|remap\n");
 		return 2;
 	}
 	return soft_failures ? 1 : 0;
