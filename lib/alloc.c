@@ -228,7 +228,7 @@ static size_t live_size(void *p, page_t **headp, const char *func)
 	*headp = h;
 	if (h->kind == PK_SMALL) {
 		uint64_t bit = block_index(h, (uintptr_t)p - page_start(h));
-		if (bit >= h->capacity || !live_test(h, bit)) fatal_pointer(func, p);
+		if (bit >= h->capacity || !live_unfreed(h, bit)) fatal_pointer(func, p);
 		return h->block_size;
 	}
 	if (h->kind == PK_LARGE && (uintptr_t)p == page_addr(page_idx(h)))
@@ -237,18 +237,22 @@ static size_t live_size(void *p, page_t **headp, const char *func)
 	fatal_pointer(func, p);
 }
 
-void alloc_free_sized(void *p, size_t n)
+/* free_sized(p, n), as func: the size must fit the block. */
+static void free_sized_as(void *p, size_t n, const char *func)
 {
 	if (p && range_has(p)) {
 		page_t *h;
-		size_t u = live_size(p, &h, "free_sized");
-		if (u && n > u) fatal_msg("free_sized", "size larger than the block");
+		size_t u = live_size(p, &h, func);
+		if (u && n > u) fatal_msg(func, "size larger than the block");
 	}
 	alloc_free(p);
 }
 
+void alloc_free_sized(void *p, size_t n) { free_sized_as(p, n, "free_sized"); }
+
 /* C++ sized delete: the size must fit the block. In a run's head page, the common case, it is
- * one compare with the block size before the ordinary free; the rest go the free_sized way. */
+ * one compare with the block size before the ordinary free; the rest go the free_sized way
+ * (as free). */
 void alloc_delete_sized(void *p, size_t n)
 {
 	if (likely(range_has(p))) {
@@ -260,7 +264,8 @@ void alloc_delete_sized(void *p, size_t n)
 			return;
 		}
 	}
-	alloc_free_sized(p, n);
+	/* (an invalid pointer says free(), as for small blocks: what log parsers look for) */
+	free_sized_as(p, n, "free");
 }
 
 void alloc_free_aligned_sized(void *p, size_t align, size_t n)
@@ -282,7 +287,7 @@ size_t alloc_usable_size(const void *p)
 	if (h->kind == PK_SMALL) {
 		/* a block start (aligned, carved) that is live: a freed block has no usable bytes */
 		uint64_t bit = block_index(h, (uintptr_t)p - page_start(h));
-		if (bit >= h->capacity || !live_test(h, bit)) return 0;
+		if (bit >= h->capacity || !live_unfreed(h, bit)) return 0;
 		/* while leaks are checked, the scan reads from now on all the bytes the program was
 		 * told it may use */
 		if (unlikely(G.slow_only))

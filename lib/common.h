@@ -71,7 +71,9 @@ typedef struct page {
 			uint64_t *live;         /* out-of-band bitmap, one bit per block (by block_index): set while the
 			                           block is live; the cache line before it is the run's remote_t */
 			uint64_t inv;           /* inverse of block_size's odd factor mod 2^64 (block_index) */
-			struct heap *heap;      /* owner */
+			uintptr_t owner;        /* the owning struct heap *, | PAGE_REMOTE while another thread
+			                           has freed blocks here that the owner has not taken back:
+			                           then the owner's free takes them back first (page_heap) */
 			uint32_t used;          /* live blocks, counting remote frees not yet collected;
 			                           | USED_UNLISTED while the page is off its class list */
 			uint32_t block_size;    /* bytes per block */
@@ -127,6 +129,16 @@ enum {
 	Q_QUEUED = 2,                   /* on heap->delayed, until the owner drains it */
 	Q_GONE = 3                      /* given back: no more queuing */
 };
+
+#define PAGE_REMOTE ((uintptr_t)1)
+static inline struct heap *page_heap(const struct page *pg)
+{
+	return (struct heap *)(__atomic_load_n(&pg->owner, __ATOMIC_RELAXED) & ~PAGE_REMOTE);
+}
+static inline void page_set_heap(struct page *pg, struct heap *h)
+{
+	__atomic_store_n(&pg->owner, (uintptr_t)h, __ATOMIC_RELAXED);
+}
 
 static inline remote_t *page_remote(const struct page *pg) { return (remote_t *)(void *)pg->live - 1; }
 

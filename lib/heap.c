@@ -105,6 +105,13 @@ static void list_remove(heap_t *h, page_t *pg)
 static void collect_remote(page_t *pg)
 {
 	remote_t *r = page_remote(pg);
+	if (__atomic_load_n(&pg->owner, __ATOMIC_RELAXED) & PAGE_REMOTE) {
+		/* Unmark before pending is read: a freer marks after its freed bit and its pending
+		 * bit are in (heap_free_remote), so every free not taken back below has left the mark
+		 * set again, and the owner's free of that block still looks at its freed bit. */
+		page_set_heap(pg, page_heap(pg));
+		atomic_thread_fence(memory_order_seq_cst);
+	}
 	if (!atomic_load_explicit(&r->pending, memory_order_relaxed)) return;
 	uint64_t words = atomic_exchange(&r->pending, 0);
 	_Atomic(uint64_t) *freed = page_freed(pg);
@@ -138,7 +145,7 @@ static void collect_remote(page_t *pg)
 	}
 	pg->free = head;
 	pg->used -= n;
-	pg->heap->n_free += n;          /* counted by the owner (or whoever acts for it): the freeing
+	page_heap(pg)->n_free += n;          /* counted by the owner (or whoever acts for it): the freeing
 	                                   thread may have no heap at all */
 }
 
@@ -184,7 +191,7 @@ static void page_release(heap_t *h, page_t *pg)
 		h->spare[h->nspare++] = pg;
 		return;
 	}
-	pg->heap = NULL;
+	page_set_heap(pg, NULL);
 	h->nruns--;
 	region_free(pg);
 }
@@ -193,7 +200,7 @@ static void spares_flush(heap_t *h)
 {
 	while (h->nspare > 0) {
 		page_t *pg = h->spare[--h->nspare];
-		pg->heap = NULL;
+		page_set_heap(pg, NULL);
 		h->nruns--;
 		region_free(pg);
 	}
@@ -224,7 +231,7 @@ static void drain_delayed(heap_t *h)
 {
 	page_t *pg = atomic_exchange_explicit(&h->delayed, NULL, memory_order_acquire);
 	while (pg) {
-		CONTIG_ASSERT(pg->kind == PK_SMALL && pg->heap == h);
+		CONTIG_ASSERT(pg->kind == PK_SMALL && page_heap(pg) == h);
 		remote_t *r = page_remote(pg);
 		page_t *next = r->delayed_next;
 		atomic_store_explicit(&r->qstate, Q_QUIET, memory_order_relaxed);
@@ -431,7 +438,7 @@ static page_t *spare_take(heap_t *h, unsigned cls)
 static void page_init(heap_t *h, page_t *pg, unsigned cls)
 {
 	uint32_t bs = class_size[cls];
-	pg->heap = h;
+	page_set_heap(pg, h);
 	pg->block_size = bs;
 	pg->cls = (uint8_t)cls;
 	pg->capacity = 0;
@@ -452,7 +459,7 @@ static page_t *new_page(heap_t *h, unsigned cls)
 		/* it served this class and emptied: every block it carved is on its free list, its
 		 * bitmaps are clear, so it is ready as it is (a program that frees whole bursts and
 		 * allocates them again skips carving the run every time) */
-		CONTIG_ASSERT(pg->used == 0 && pg->heap == h && page_remote(pg)->page == pg);
+		CONTIG_ASSERT(pg->used == 0 && page_heap(pg) == h && page_remote(pg)->page == pg);
 	} else {
 		if (!pg) {
 			pg = region_alloc(class_pages[cls], PK_SMALL, 0);
@@ -517,7 +524,7 @@ void heap_invalid(const char *func, const void *p) { fatal_pointer(func, p); }
 /* After a local free: the page emptied, or it was full and off the list. */
 void heap_free_local_slow(page_t *pg)
 {
-	heap_t *h = pg->heap;
+	heap_t *h = page_heap(pg);
 	if (pg->used & USED_UNLISTED) {
 		/* it was full: back on the list, behind the page malloc is serving from */
 		pg->used &= ~USED_UNLISTED;
@@ -533,7 +540,20 @@ void heap_free_local_slow(page_t *pg)
 void heap_free_remote(page_t *pg, void *b, uint64_t bit, const char *func)
 {
 	remote_t *r = page_remote(pg);
-	heap_t *h = pg->heap;
+	heap_t *h = page_heap(pg);
+	if (h == heap_tls) {
+		/* The owner, sent here by PAGE_REMOTE: other threads freed blocks of this run that it
+		 * has not taken back, and b may be one of them, still live until taken back. A second
+		 * free of it here would put it on the list twice (now, and when taken back), and two
+		 * mallocs would get it: so its freed bit is looked at too. The mark stays until
+		 * collect_remote takes the blocks back. */
+		if (unlikely((atomic_load_explicit(&page_freed(pg)[bit >> 6], memory_order_acquire) >> (bit & 63)) & 1)) {
+			heap_invalid(func, b);
+			return;
+		}
+		heap_free_owned(h, pg, b, bit, func);
+		return;
+	}
 	uint64_t m = 1ull << (bit & 63), wm = 1ull << (bit >> 6);
 	/* (only the one bit of the old value is used: one locked bts, no compare-exchange loop) */
 	if (unlikely(atomic_fetch_or_explicit(&page_freed(pg)[bit >> 6], m, memory_order_seq_cst) & m)) {
@@ -554,12 +574,16 @@ void heap_free_remote(page_t *pg, void *b, uint64_t bit, const char *func)
 		uint8_t watch = Q_WATCH;
 		if (atomic_compare_exchange_strong(&r->qstate, &watch, Q_QUEUED)) {
 			page_t *q = r->page;
-			heap_t *qh = q->heap;
+			heap_t *qh = page_heap(q);
 			page_t *top = atomic_load_explicit(&qh->delayed, memory_order_relaxed);
 			do r->delayed_next = top;
 			while (!atomic_compare_exchange_weak(&qh->delayed, &top, q));
 		}
 	}
+	/* Mark the run for its owner's free (see above). pg may be stale by now, as above: a mark on
+	 * a run given back and used again only sends one free of its new owner the slow way. */
+	if (!(__atomic_load_n(&pg->owner, __ATOMIC_SEQ_CST) & PAGE_REMOTE))
+		__atomic_fetch_or(&pg->owner, PAGE_REMOTE, __ATOMIC_SEQ_CST);
 	if (unlikely(atomic_load_explicit(&h->abandoned, memory_order_acquire))) {
 		/* Nobody owns the heap: act for it, so its memory drains as frees arrive (every
 		 * free tries: one whose trylock failed left its bit for the next). */
@@ -568,7 +592,7 @@ void heap_free_remote(page_t *pg, void *b, uint64_t bit, const char *func)
 			if (atomic_load(&h->abandoned)) {
 				drain_delayed(h);
 				/* (pg may have been given back since the bit went in: then it is not h's) */
-				if (!(pg->used & USED_UNLISTED) && pg->heap == h)
+				if (!(pg->used & USED_UNLISTED) && page_heap(pg) == h)
 					tidy_page(h, pg, false);
 			}
 			locks_held--;

@@ -85,6 +85,15 @@ static inline bool live_test(const page_t *pg, uint64_t bit)
 	return (__atomic_load_n(&pg->live[bit >> 6], __ATOMIC_RELAXED) >> (bit & 63)) & 1;
 }
 
+/* Whether the block is live and no other thread has freed it (a free the owner has not taken
+ * back yet leaves the live bit set): for the slow paths that look at a block (realloc,
+ * malloc_usable_size, free_sized). */
+static inline bool live_unfreed(const page_t *pg, uint64_t bit)
+{
+	return live_test(pg, bit) &&
+	       !((atomic_load_explicit(&page_freed(pg)[bit >> 6], memory_order_acquire) >> (bit & 63)) & 1);
+}
+
 /* fatal_corrupt("malloc", b), reached by a jump: not being noreturn keeps the stack frame it
  * needs off the fast paths. */
 HIDDEN void *heap_corrupt(const void *b) __attribute__((returns_nonnull));
@@ -147,28 +156,35 @@ static inline bool used_drop(page_t *pg)
 #endif
 }
 
-/* The free itself, once p is known to start a block of pg whose live bit is bit. The owner
- * pushes the block straight back on the list malloc pops from: the next malloc of the class
- * reuses it, still in cache. Another thread checks the bit and hands the block to the owner. */
+/* The owner's free of p, a block of pg whose live bit is bit: straight back on the list malloc
+ * pops from, so the next malloc of the class reuses it, still in cache. */
+static inline void heap_free_owned(heap_t *h, page_t *pg, void *p, uint64_t bit, const char *func)
+{
+	uint64_t *w = &pg->live[bit >> 6];
+	uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
+	if (unlikely(!bit_clear_old(&v, bit))) {
+		heap_invalid(func, p);
+		return;
+	}
+	__atomic_store_n(w, v, __ATOMIC_RELAXED);
+	block_t *b = p;
+	b->next = pg->free;
+	pg->free = b;
+	h->n_free++;
+	/* now empty, or off the list (USED_UNLISTED); an empty page that malloc serves from
+	 * stays as it is (a malloc/free loop empties it on every free) */
+	if (unlikely(used_drop(pg)) && (pg->used != 0 || h->pages[pg->cls] != pg))
+		heap_free_local_slow(pg);
+}
+
+/* The free itself, once p is known to start a block of pg whose live bit is bit. The owner frees
+ * it at once, unless the page is marked PAGE_REMOTE; another thread checks the bit and hands the
+ * block to the owner (heap_free_remote, which also serves the owner of a marked page). */
 static inline void heap_free_checked(page_t *pg, void *p, uint64_t bit, const char *func)
 {
 	heap_t *h = heap_tls;
-	uint64_t *w = &pg->live[bit >> 6];
-	if (likely(pg->heap == h)) {
-		uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
-		if (unlikely(!bit_clear_old(&v, bit))) {
-			heap_invalid(func, p);
-			return;
-		}
-		__atomic_store_n(w, v, __ATOMIC_RELAXED);
-		block_t *b = p;
-		b->next = pg->free;
-		pg->free = b;
-		h->n_free++;
-		/* now empty, or off the list (USED_UNLISTED); an empty page that malloc serves from
-		 * stays as it is (a malloc/free loop empties it on every free) */
-		if (unlikely(used_drop(pg)) && (pg->used != 0 || h->pages[pg->cls] != pg))
-			heap_free_local_slow(pg);
+	if (likely(__atomic_load_n(&pg->owner, __ATOMIC_RELAXED) == (uintptr_t)h)) {
+		heap_free_owned(h, pg, p, bit, func);
 		return;
 	}
 	if (unlikely(!live_test(pg, bit))) {

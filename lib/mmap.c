@@ -441,8 +441,8 @@ void *mm_mremap(void *old, size_t oldlen, size_t newlen, int flags, void *newadd
 	uintptr_t o = (uintptr_t)old;
 	contig_ensure_init();
 	if ((flags & MREMAP_FIXED) && overlaps_range((uintptr_t)newaddr, newlen)) {
+		/* refused: nothing was mapped, so no collision is recorded */
 		refuse_line("mremap", (uintptr_t)newaddr, newlen, "MREMAP_FIXED into the range is not supported");
-		range_count_collision((uintptr_t)newaddr, newlen, CONTIG_ROUTE_MMAP);
 		return fail(EINVAL);
 	}
 	if (!overlaps_range(o, oldlen ? oldlen : 1)) {

@@ -77,10 +77,10 @@ for c in double-free-small double-free-medium double-free-large double-free-alig
          interior-small interior-large interior-misaligned never-handed-out; do
 	expect_abort $c free
 done
-for c in realloc-freed realloc-freed-large; do
+for c in realloc-freed realloc-freed-large realloc-remote-freed; do
 	expect_abort $c realloc
 done
-for c in double-free-mmap double-free-remote double-free-remote-chained \
+for c in double-free-mmap double-free-remote double-free-remote-then-owner double-free-remote-chained \
          double-free-remote-cycle free-after-purge; do
 	expect_abort $c free
 done

@@ -174,6 +174,26 @@ int main(int argc, char **argv)
 		announce(q);
 		pthread_create(&t, NULL, free_in_thread, q);
 		pthread_join(t, NULL);
+	} else if (strcmp(c, "double-free-remote-then-owner") == 0) {
+		/* freed by another thread (not taken back yet), then by its owner: had it been
+		 * accepted, the block would be on the free list twice and two mallocs would get it */
+		pthread_t t;
+		q = alloc(40);
+		pthread_create(&t, NULL, free_in_thread, q);
+		pthread_join(t, NULL);
+		announce(q);
+		free_p(q);
+		void *first = malloc(40);
+		for (int i = 0; i < 100000; i++)
+			if (malloc(40) == first) { printf("live block %p handed out twice\n", first); break; }
+	} else if (strcmp(c, "realloc-remote-freed") == 0) {
+		pthread_t t;
+		q = alloc(40);
+		pthread_create(&t, NULL, free_in_thread, q);
+		pthread_join(t, NULL);
+		announce(q);
+		q = realloc_p(q, 48);        /* the same class: it would stay in place */
+		printf("realloc returned %p\n", (void *)q);
 	} else if (strcmp(c, "double-free-remote-chained") == 0) {
 		pthread_t t;
 		q = alloc(64);

@@ -210,7 +210,10 @@ START_TEST(call_counts_exact)
 	alloc_free(count_blocks[61]);
 	contig_get_stats(&b);
 	ck_assert_uint_eq(b.calls_malloc - a.calls_malloc, 64);   /* frees do not lower it */
-	ck_assert_uint_eq(b.calls_free - a.calls_free, 26);       /* the remote ones once collected */
+	/* the 26 local ones, and the remote ones once taken back: a local free on a run that
+	 * another thread freed into takes that run's back first */
+	ck_assert_uint_ge(b.calls_free - a.calls_free, 26);
+	ck_assert_uint_le(b.calls_free - a.calls_free, 42);
 	heap_collect_all();
 	contig_get_stats(&b);
 	ck_assert_uint_eq(b.calls_malloc - a.calls_malloc, 64);
@@ -370,7 +373,7 @@ START_TEST(remote_frees_race_with_collection)
 	ck_assert_uint_le(st.live_blocks, live0);
 	for (size_t i = 0, end = range_frontier(); i < end; i++) {
 		const page_t *pg = &G.pages[i];
-		if (pg->kind != PK_SMALL || pg->heap != heap_tls) continue;
+		if (pg->kind != PK_SMALL || page_heap(pg) != heap_tls) continue;
 		ck_assert_uint_eq(atomic_load(&page_remote(pg)->pending), 0);
 		for (unsigned w = 0; w < LIVE_BITS / 64; w++) ck_assert_uint_eq(atomic_load(&page_freed(pg)[w]), 0);
 	}
