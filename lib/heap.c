@@ -105,13 +105,6 @@ static void list_remove(heap_t *h, page_t *pg)
 static void collect_remote(page_t *pg)
 {
 	remote_t *r = page_remote(pg);
-	if (__atomic_load_n(&pg->owner, __ATOMIC_RELAXED) & PAGE_REMOTE) {
-		/* Unmark before pending is read: a freer marks after its freed bit and its pending
-		 * bit are in (heap_free_remote), so every free not taken back below has left the mark
-		 * set again, and the owner's free of that block still looks at its freed bit. */
-		page_set_heap(pg, page_heap(pg));
-		atomic_thread_fence(memory_order_seq_cst);
-	}
 	if (!atomic_load_explicit(&r->pending, memory_order_relaxed)) return;
 	uint64_t words = atomic_exchange(&r->pending, 0);
 	_Atomic(uint64_t) *freed = page_freed(pg);
@@ -540,21 +533,12 @@ void heap_free_local_slow(page_t *pg)
 void heap_free_remote(page_t *pg, void *b, uint64_t bit, const char *func)
 {
 	remote_t *r = page_remote(pg);
-	heap_t *h = page_heap(pg);
-	if (h == heap_tls) {
-		/* The owner, sent here by PAGE_REMOTE: other threads freed blocks of this run that it
-		 * has not taken back, and b may be one of them, still live until taken back. A second
-		 * free of it here would put it on the list twice (now, and when taken back), and two
-		 * mallocs would get it: so its freed bit is looked at too. The mark stays until
-		 * collect_remote takes the blocks back. */
-		if (unlikely((atomic_load_explicit(&page_freed(pg)[bit >> 6], memory_order_acquire) >> (bit & 63)) & 1)) {
-			heap_invalid(func, b);
-			return;
-		}
-		heap_free_owned(h, pg, b, bit, func);
-		return;
-	}
+	uintptr_t ow = __atomic_load_n(&pg->owner, __ATOMIC_RELAXED);
+	heap_t *h = (heap_t *)(ow & ~PAGE_REMOTE);
 	uint64_t m = 1ull << (bit & 63), wm = 1ull << (bit >> 6);
+	/* Mark the run PAGE_REMOTE for its owner's free (heap_free_checked), once: the mark stays
+	 * until the run is given back, so it is set before this free's bit goes in. */
+	if (!(ow & PAGE_REMOTE)) __atomic_fetch_or(&pg->owner, PAGE_REMOTE, __ATOMIC_SEQ_CST);
 	/* (only the one bit of the old value is used: one locked bts, no compare-exchange loop) */
 	if (unlikely(atomic_fetch_or_explicit(&page_freed(pg)[bit >> 6], m, memory_order_seq_cst) & m)) {
 		heap_invalid(func, b);          /* freed by another thread already, not collected yet */
@@ -580,10 +564,6 @@ void heap_free_remote(page_t *pg, void *b, uint64_t bit, const char *func)
 			while (!atomic_compare_exchange_weak(&qh->delayed, &top, q));
 		}
 	}
-	/* Mark the run for its owner's free (see above). pg may be stale by now, as above: a mark on
-	 * a run given back and used again only sends one free of its new owner the slow way. */
-	if (!(__atomic_load_n(&pg->owner, __ATOMIC_SEQ_CST) & PAGE_REMOTE))
-		__atomic_fetch_or(&pg->owner, PAGE_REMOTE, __ATOMIC_SEQ_CST);
 	if (unlikely(atomic_load_explicit(&h->abandoned, memory_order_acquire))) {
 		/* Nobody owns the heap: act for it, so its memory drains as frees arrive (every
 		 * free tries: one whose trylock failed left its bit for the next). */

@@ -88,10 +88,22 @@ static inline bool live_test(const page_t *pg, uint64_t bit)
 /* Whether the block is live and no other thread has freed it (a free the owner has not taken
  * back yet leaves the live bit set): for the slow paths that look at a block (realloc,
  * malloc_usable_size, free_sized). */
+static inline bool freed_test(const page_t *pg, uint64_t bit)
+{
+	return (atomic_load_explicit(&page_freed(pg)[bit >> 6], memory_order_acquire) >> (bit & 63)) & 1;
+}
+
+/* Whether the word of pg's freed bitmap that holds bit may have bits set (its pending bit): a
+ * freer sets it after its freed bit, and the owner clears it before it takes the word's bits.
+ * Read first: the freed words are where other threads write on every free. */
+static inline bool remote_pending(const page_t *pg, uint64_t bit)
+{
+	return (atomic_load_explicit(&page_remote(pg)->pending, memory_order_acquire) >> (bit >> 6)) & 1;
+}
+
 static inline bool live_unfreed(const page_t *pg, uint64_t bit)
 {
-	return live_test(pg, bit) &&
-	       !((atomic_load_explicit(&page_freed(pg)[bit >> 6], memory_order_acquire) >> (bit & 63)) & 1);
+	return live_test(pg, bit) && !freed_test(pg, bit);
 }
 
 /* fatal_corrupt("malloc", b), reached by a jump: not being noreturn keeps the stack frame it
@@ -183,7 +195,19 @@ static inline void heap_free_owned(heap_t *h, page_t *pg, void *p, uint64_t bit,
 static inline void heap_free_checked(page_t *pg, void *p, uint64_t bit, const char *func)
 {
 	heap_t *h = heap_tls;
-	if (likely(__atomic_load_n(&pg->owner, __ATOMIC_RELAXED) == (uintptr_t)h)) {
+	uintptr_t ow = __atomic_load_n(&pg->owner, __ATOMIC_RELAXED);
+	if (likely(ow == (uintptr_t)h)) {
+		heap_free_owned(h, pg, p, bit, func);
+		return;
+	}
+	if (ow == ((uintptr_t)h | PAGE_REMOTE)) {
+		/* the owner of a page other threads freed into: p may be one of their frees, not
+		 * taken back yet (its live bit still set); a second free of it would put it on the
+		 * list twice, and two mallocs would get it */
+		if (unlikely(remote_pending(pg, bit) && freed_test(pg, bit))) {
+			heap_invalid(func, p);
+			return;
+		}
 		heap_free_owned(h, pg, p, bit, func);
 		return;
 	}

@@ -7,6 +7,7 @@
 #include "init.h"
 #include "fmt.h"
 #include "os.h"
+#include "maps.h"
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -405,6 +406,43 @@ static bool prot_changed(uintptr_t o, size_t len)
 	return false;
 }
 
+/* The kernel's mappings that [lo, hi) spans start at these addresses (after lo). */
+#define MOVE_PARTS 64
+typedef struct parts { uintptr_t lo, hi; size_t n; uintptr_t at[MOVE_PARTS]; } parts_t;
+
+static int part_cb(const maps_entry_t *m, void *arg)
+{
+	parts_t *c = arg;
+	if (m->lo <= c->lo || m->lo >= c->hi) return 0;
+	if (c->n == MOVE_PARTS) return 1;
+	c->at[c->n++] = m->lo;
+	return 0;
+}
+
+/* The kernel moves one of its mappings at a time (EFAULT when the old range spans two), and a
+ * served mapping may span several: ours merge with what the caller's calls made of them only
+ * when the kernel can merge them. So move each part on its own, the last one grown, to the same
+ * offset from to; on a failure the parts already moved go back. */
+static void *move_by_parts(uintptr_t o, size_t oldlen, size_t newlen, int flags, uintptr_t to)
+{
+	parts_t c = { o, o + oldlen, 0, { 0 } };
+	if (newlen < oldlen || maps_scan(o, o + oldlen, part_cb, &c) != 0 || c.n == 0)
+		return (void *)(intptr_t)-EFAULT;
+	for (size_t k = 0; k <= c.n; k++) {
+		uintptr_t a = k ? c.at[k - 1] : o, b = k < c.n ? c.at[k] : o + oldlen;
+		size_t grow = k == c.n ? newlen - oldlen : 0;
+		void *r = os_mremap((void *)a, b - a, b - a + grow, flags | MREMAP_MAYMOVE | MREMAP_FIXED,
+		                    (void *)(to + (a - o)));
+		if (!os_failed(r)) continue;
+		for (size_t j = 0; j < k; j++) {           /* undo: each moved part goes back */
+			uintptr_t pa = j ? c.at[j - 1] : o, pb = c.at[j];
+			os_mremap((void *)(to + (pa - o)), pb - pa, pb - pa, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)pa);
+		}
+		return r;
+	}
+	return (void *)to;
+}
+
 /* Move [o, o+oldlen) of served mapping h to newaddr (MREMAP_FIXED, outside the range) or to
  * fresh range pages, newlen long. The kernel moves the page tables: protection, advice and
  * contents go along, and nothing is touched or copied. With MREMAP_DONTUNMAP the old place stays
@@ -421,6 +459,8 @@ static void *move_served(page_t *h, uintptr_t o, size_t oldlen, size_t newlen, i
 		to = page_addr(page_idx(n));
 	}
 	void *r = os_mremap((void *)o, oldlen, newlen, flags | MREMAP_MAYMOVE | MREMAP_FIXED, (void *)to);
+	if (os_failed(r) && os_err(r) == EFAULT)
+		r = move_by_parts(o, oldlen, newlen, flags, to);
 	if (os_failed(r)) {
 		int e = os_err(r);
 		/* (the kernel may have unmapped the destination first: the release maps ours again) */

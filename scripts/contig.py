@@ -1303,6 +1303,8 @@ def show(args, title, pm, maps, base, end, colls, notes, samples, exit_at=None):
         except ImportError:
             raise Failure("drawing needs matplotlib (Debian: apt-get install python3-matplotlib); "
                           "--text prints the same map", 1)
+        except OSError as e:
+            raise Failure("cannot write the picture %s: %s" % (args.output, e.strerror or e), 1)
         out.write("%s map: picture in %s\n" % (ME, args.output))
     return 0
 

@@ -55,6 +55,15 @@ static int faults(volatile char *p, int write)
 	return WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV;
 }
 
+static int same_bytes(const void *p, size_t len, unsigned char v)
+{
+	const unsigned char *c = p;
+	for (size_t i = 0; i < len; i++)
+		if (c[i] != v)
+			return 0;
+	return 1;
+}
+
 static int all_zero(const void *p, size_t len)
 {
 	const unsigned char *c = p;
@@ -394,6 +403,19 @@ static void remap(void)
 	size_t res = resident(bm, big + (1 << 20));
 	SOFT(res <= 16, "moving a 64 MiB mapping with 2 touched pages made %zu pages resident", res);
 	munmap(bm, big + (1 << 20));
+	if (blocker != MAP_FAILED) munmap(blocker, PG);
+
+	/* a mapping the kernel holds as two of its own (MADV_DONTFORK on half, or growth that it
+	 * did not merge): the kernel moves one at a time, so the move goes part by part */
+	char *two = anon(256 * 1024, PROT_READ | PROT_WRITE);
+	memset(two, 3, 256 * 1024);
+	CHECK(madvise(two, 128 * 1024, MADV_DONTFORK) == 0, "madvise(MADV_DONTFORK) failed");
+	blocker = mmap(two + 256 * 1024, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	char *tm = mremap(two, 256 * 1024, 1024 * 1024, MREMAP_MAYMOVE);
+	CHECK(tm != MAP_FAILED, "mremap move of a mapping in two kernel mappings failed: errno %d", errno);
+	CHECK(same_bytes(tm, 256 * 1024, 3) && all_zero(tm + 256 * 1024, 768 * 1024),
+	      "a mapping moved in parts lost its contents");
+	munmap(tm, 1024 * 1024);
 	if (blocker != MAP_FAILED) munmap(blocker, PG);
 
 	/* MREMAP_FIXED to a place outside the range: moved there */

@@ -54,6 +54,16 @@ print("ok: -o m.png: %dx%d PNG, %d bytes" % (w, h, len(d)))
 PY
 fi
 
+# A picture that cannot be written: one line and status 1, not a traceback.
+if "$PY" -c 'import matplotlib' 2>/dev/null &&
+   expect_status 1 "map -o into a missing directory" contig map -o "$TMPD/no/such/dir/m.png" -- true; then
+	if grep -q Traceback "$TMPD/err" || ! grep -q "cannot write the picture" "$TMPD/err"; then
+		bad "map -o into a missing directory: $(head -3 "$TMPD/err")"
+	else
+		echo "ok: map -o into a missing directory: $(head -1 "$TMPD/err")"
+	fi
+fi
+
 # map PID: a process started under the launcher (which replaces itself by the command, so $! is
 # sleep's pid); a range over its stack shows a FOREIGN mapping.
 CONTIG_LIB=$LIBCONTIG "$PY" "$CONTIG" -- sleep 5 >/dev/null 2>&1 &
