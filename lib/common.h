@@ -71,9 +71,9 @@ typedef struct page {
 			uint64_t *live;         /* out-of-band bitmap, one bit per block (by block_index): set while the
 			                           block is live; the cache line before it is the run's remote_t */
 			uint64_t inv;           /* inverse of block_size's odd factor mod 2^64 (block_index) */
-			uintptr_t owner;        /* the owning struct heap *, | PAGE_REMOTE while another thread
-			                           has freed blocks here that the owner has not taken back:
-			                           then the owner's free takes them back first (page_heap) */
+			uintptr_t owner;        /* the owning struct heap * (page_heap), | PAGE_REMOTE once
+			                           another thread has freed a block here: from then on the
+			                           owner's free also looks at the block's freed bit */
 			uint32_t used;          /* live blocks, counting remote frees not yet collected;
 			                           | USED_UNLISTED while the page is off its class list */
 			uint32_t block_size;    /* bytes per block */

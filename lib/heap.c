@@ -138,7 +138,7 @@ static void collect_remote(page_t *pg)
 	}
 	pg->free = head;
 	pg->used -= n;
-	page_heap(pg)->n_free += n;          /* counted by the owner (or whoever acts for it): the freeing
+	page_heap(pg)->n_free += n;     /* counted by the owner (or whoever acts for it): the freeing
 	                                   thread may have no heap at all */
 }
 

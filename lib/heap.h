@@ -85,9 +85,8 @@ static inline bool live_test(const page_t *pg, uint64_t bit)
 	return (__atomic_load_n(&pg->live[bit >> 6], __ATOMIC_RELAXED) >> (bit & 63)) & 1;
 }
 
-/* Whether the block is live and no other thread has freed it (a free the owner has not taken
- * back yet leaves the live bit set): for the slow paths that look at a block (realloc,
- * malloc_usable_size, free_sized). */
+/* Whether another thread freed the block and the owner has not taken it back yet (its live bit
+ * is still set then). */
 static inline bool freed_test(const page_t *pg, uint64_t bit)
 {
 	return (atomic_load_explicit(&page_freed(pg)[bit >> 6], memory_order_acquire) >> (bit & 63)) & 1;
@@ -101,6 +100,8 @@ static inline bool remote_pending(const page_t *pg, uint64_t bit)
 	return (atomic_load_explicit(&page_remote(pg)->pending, memory_order_acquire) >> (bit >> 6)) & 1;
 }
 
+/* Whether the block is live and no other thread has freed it: for the slow paths that look at
+ * a block (realloc, malloc_usable_size, free_sized). */
 static inline bool live_unfreed(const page_t *pg, uint64_t bit)
 {
 	return live_test(pg, bit) && !freed_test(pg, bit);
@@ -190,8 +191,8 @@ static inline void heap_free_owned(heap_t *h, page_t *pg, void *p, uint64_t bit,
 }
 
 /* The free itself, once p is known to start a block of pg whose live bit is bit. The owner frees
- * it at once, unless the page is marked PAGE_REMOTE; another thread checks the bit and hands the
- * block to the owner (heap_free_remote, which also serves the owner of a marked page). */
+ * it at once, after a look at its freed bit on a run marked PAGE_REMOTE; another thread checks
+ * the live bit and hands the block to the owner (heap_free_remote). */
 static inline void heap_free_checked(page_t *pg, void *p, uint64_t bit, const char *func)
 {
 	heap_t *h = heap_tls;
