@@ -241,6 +241,17 @@ int main(int argc, char **argv)
 		std::printf("survived delete-wrong-size\n");
 		return 0;
 	}
+	if (argc > 1 && std::strcmp(argv[1], "double-delete-large") == 0) {
+		// a second sized delete of a large block: "free(): invalid pointer", as for small ones
+		static void *volatile held;   // (volatile: the compiler would flag the second delete)
+		held = ::operator new(300000);
+		::operator delete(held, 300000);
+		std::printf("ptr %p\n", held);
+		std::fflush(stdout);
+		::operator delete(held, 300000);
+		std::printf("survived double-delete-large\n");
+		return 0;
+	}
 	new_handler_semantics();
 	containers();
 	exceptions();
