@@ -237,18 +237,19 @@ static size_t live_size(void *p, page_t **headp, const char *func)
 	fatal_pointer(func, p);
 }
 
-/* free_sized(p, n), as func: the size must fit the block. */
-static void free_sized_as(void *p, size_t n, const char *func)
+/* free_sized(p, n): the size must fit the block. func names the call in an invalid-pointer
+ * message, sfunc in a wrong-size one. */
+static void free_sized_as(void *p, size_t n, const char *func, const char *sfunc)
 {
 	if (p && range_has(p)) {
 		page_t *h;
 		size_t u = live_size(p, &h, func);
-		if (u && n > u) fatal_msg(func, "size larger than the block");
+		if (u && n > u) fatal_msg(sfunc, "size larger than the block");
 	}
 	alloc_free(p);
 }
 
-void alloc_free_sized(void *p, size_t n) { free_sized_as(p, n, "free_sized"); }
+void alloc_free_sized(void *p, size_t n) { free_sized_as(p, n, "free_sized", "free_sized"); }
 
 /* C++ sized delete: the size must fit the block. In a run's head page, the common case, it is
  * one compare with the block size before the ordinary free; the rest go the free_sized way
@@ -265,7 +266,7 @@ void alloc_delete_sized(void *p, size_t n)
 		}
 	}
 	/* (an invalid pointer says free(), as for small blocks: what log parsers look for) */
-	free_sized_as(p, n, "free");
+	free_sized_as(p, n, "free", "operator delete");
 }
 
 void alloc_free_aligned_sized(void *p, size_t align, size_t n)

@@ -12,6 +12,12 @@ if [ "${CONTIG_TEST_NO_PRELOAD:-0}" != 1 ]; then
 		fail "delete-wrong-size: exit status $rc (expected 134), stderr: $(head -3 "$TMPD/err")"
 	fi
 	echo "ok: delete-wrong-size aborted: $(grep '^libcontig:' "$TMPD/err" | head -1)"
+	run_preloaded "$(prog t-cxx)" delete-wrong-size-large >"$TMPD/out" 2>"$TMPD/err"
+	rc=$?
+	if [ $rc -ne 134 ] || ! grep -q "^libcontig: operator delete(): size larger than the block" "$TMPD/err"; then
+		fail "delete-wrong-size-large: exit status $rc (expected 134), stderr: $(head -3 "$TMPD/err")"
+	fi
+	echo "ok: delete-wrong-size-large aborted: $(grep '^libcontig:' "$TMPD/err" | head -1)"
 	run_preloaded "$(prog t-cxx)" double-delete-large >"$TMPD/out" 2>"$TMPD/err"
 	rc=$?
 	if [ $rc -ne 134 ] || ! grep -q "^libcontig: free(): invalid pointer 0x" "$TMPD/err"; then

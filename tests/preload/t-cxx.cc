@@ -241,6 +241,15 @@ int main(int argc, char **argv)
 		std::printf("survived delete-wrong-size\n");
 		return 0;
 	}
+	if (argc > 1 && std::strcmp(argv[1], "delete-wrong-size-large") == 0) {
+		void *p = ::operator new(300000);
+		volatile size_t n = 400000;
+		std::printf("ptr %p\n", p);
+		std::fflush(stdout);
+		::operator delete(p, n);
+		std::printf("survived delete-wrong-size-large\n");
+		return 0;
+	}
 	if (argc > 1 && std::strcmp(argv[1], "double-delete-large") == 0) {
 		// a second sized delete of a large block: "free(): invalid pointer", as for small ones
 		static void *volatile held;   // (volatile: the compiler would flag the second delete)
