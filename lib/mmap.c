@@ -387,13 +387,10 @@ int mm_madvise(void *addr, size_t len, int advice)
  * then never given back) and give it back as an munmap would. */
 static void refill_moved(page_t *h, uintptr_t o, size_t len)
 {
-	void *p = os_mmap((void *)o, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE,
-	                  -1, 0);
-	if (!os_failed(p) && (uintptr_t)p == o) {
+	if (os_reserve_fixed(o, len) == 0) {
 		unmap_served(h, o, o + len);
 		return;
 	}
-	if (!os_failed(p)) os_munmap(p, len);
 	refuse_line("mremap", o, len, "a mapping took the place it moved from: those pages stay unused");
 	range_count_collision(o, len, CONTIG_ROUTE_MMAP);
 }
@@ -530,18 +527,17 @@ void *mm_mremap(void *old, size_t oldlen, size_t newlen, int flags, void *newadd
 					h->map_hi = want;
 					return old;
 				}
-				/* it would not (the old part spans mappings): ours again, and move instead */
-			}
-			/* the grown part reads as zero and is writable, whatever it was (slack left
-			 * PROT_NONE by an earlier unmap, dirty free pages) */
-			void *p = os_mmap((void *)(o + oldlen), newlen - oldlen, PROT_READ | PROT_WRITE,
-			                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
-			                  (plain ? MAP_FIXED : MAP_FIXED_NOREPLACE), -1, 0);
-			if (plain) {
+				/* it would not (the old part spans mappings): the room is ours again (never
+				 * over a mapping that got there meanwhile), and the mapping moves instead */
+				os_map_fixed_rw(o + oldlen, newlen - oldlen);
+			} else {
+				/* the grown part reads as zero and is writable, whatever it was (slack left
+				 * PROT_NONE by an earlier unmap, dirty free pages) */
+				os_mmap((void *)(o + oldlen), newlen - oldlen, PROT_READ | PROT_WRITE,
+				        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
 				h->map_hi = want;
 				return old;
 			}
-			if (!os_failed(p) && (uintptr_t)p != o + oldlen) os_munmap(p, newlen - oldlen);
 		}
 	}
 	if (!(flags & MREMAP_MAYMOVE)) return fail(ENOMEM);
