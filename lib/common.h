@@ -60,7 +60,19 @@ enum page_kind {
 #define PF_PROT     0x08    /* a caller changed the protection of part of this page, or gave it lasting advice */
 #define PF_NONE     0x10    /* our mapping here is PROT_NONE (a served mapping was unmapped) */
 
-typedef struct block { struct block *next; } block_t;
+typedef struct block {
+	struct block *next;
+	uintptr_t tag;          /* remote_tag(block) while another thread's free of it waits for the
+	                           owner to collect it (heap_free_remote); 0 once collected */
+} block_t;
+
+/* What a freeing thread that does not own a block writes into its second word: the owner's free
+ * on a PAGE_REMOTE run reads it from the line it is writing anyway, and only when it matches looks
+ * at the freed bitmap other threads write. Not a canonical address nor a small number: a program's
+ * own data matches it only by a rare accident, which costs one look at the bitmap, never a wrong
+ * answer. */
+#define REMOTE_TAG_KEY ((uintptr_t)0xa5c3e1d2b4f69781ull)
+static inline uintptr_t remote_tag(const void *b) { return (uintptr_t)b ^ REMOTE_TAG_KEY; }
 struct heap;
 
 typedef struct page {
@@ -73,7 +85,7 @@ typedef struct page {
 			uint64_t inv;           /* inverse of block_size's odd factor mod 2^64 (block_index) */
 			uintptr_t owner;        /* the owning struct heap * (page_heap), | PAGE_REMOTE once
 			                           another thread has freed a block here: from then on the
-			                           owner's free also looks at the block's freed bit */
+			                           owner's free also looks at the block's tag */
 			uint32_t used;          /* live blocks, counting remote frees not yet collected;
 			                           | USED_UNLISTED while the page is off its class list */
 			uint32_t block_size;    /* bytes per block */

@@ -96,12 +96,12 @@ static void list_remove(heap_t *h, page_t *pg)
 }
 
 /* ---- collecting ---- */
-/* Other threads free a block of pg by setting its bit in the run's freed bitmap with one atomic
- * or (and its word's bit in remote->pending when the word was empty): they never write the block,
- * so the owner takes a whole word of frees back without following a chain of links through
- * memory another core wrote last, and no link of theirs exists for a stray write to corrupt.
- * The live bits stay set until the owner collects: a block freed by two threads, or by another
- * thread and then by the owner, is caught (here, or by the freeing thread's atomic or). */
+/* Other threads free a block of pg by writing its tag (remote_tag) and setting its bit in the
+ * run's freed bitmap with one atomic or (and its word's bit in remote->pending when the word was
+ * empty): they link nothing, so the owner takes a whole word of frees back without following a
+ * chain of links through memory another core wrote last. The live bits stay set until the owner
+ * collects: a block freed by two threads, or by another thread and then by the owner, is caught
+ * (here, by the freeing thread's atomic or, or by the owner's free seeing the tag). */
 static void collect_remote(page_t *pg)
 {
 	remote_t *r = page_remote(pg);
@@ -131,7 +131,12 @@ static void collect_remote(page_t *pg)
 		while (m) {                /* (counted here: without -mpopcnt a popcount is a call) */
 			block_t *b = (block_t *)(base + (size_t)__builtin_ctzll(m) * bs);
 			m &= m - 1;
+			/* the freer's tag still there: nothing wrote the block since it was freed
+			 * (a use-after-free write, or the owner's free of it, a malloc and a write)
+			 * and linking it cannot put a live block on the list */
+			if (unlikely(b->tag != remote_tag(b))) fatal_corrupt("malloc", b);
 			b->next = head;
+			b->tag = 0;
 			head = b;
 			n++;
 		}
@@ -539,6 +544,10 @@ void heap_free_remote(page_t *pg, void *b, uint64_t bit, const char *func)
 	/* Mark the run PAGE_REMOTE for its owner's free (heap_free_checked), once: the mark stays
 	 * until the run is given back, so it is set before this free's bit goes in. */
 	if (!(ow & PAGE_REMOTE)) __atomic_fetch_or(&pg->owner, PAGE_REMOTE, __ATOMIC_SEQ_CST);
+	/* The tag first (the block is the freer's to write now: its live bit, checked by the
+	 * caller, says nobody freed it before), then the bit: whoever acquires the bit sees the tag
+	 * (the collect checks it), and an owner's free ordered after this one sees both. */
+	((block_t *)b)->tag = remote_tag(b);
 	/* (only the one bit of the old value is used: one locked bts, no compare-exchange loop) */
 	if (unlikely(atomic_fetch_or_explicit(&page_freed(pg)[bit >> 6], m, memory_order_seq_cst) & m)) {
 		heap_invalid(func, b);          /* freed by another thread already, not collected yet */

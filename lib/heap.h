@@ -92,14 +92,6 @@ static inline bool freed_test(const page_t *pg, uint64_t bit)
 	return (atomic_load_explicit(&page_freed(pg)[bit >> 6], memory_order_acquire) >> (bit & 63)) & 1;
 }
 
-/* Whether the word of pg's freed bitmap that holds bit may have bits set (its pending bit): a
- * freer sets it after its freed bit, and the owner clears it before it takes the word's bits.
- * Read first: the freed words are where other threads write on every free. */
-static inline bool remote_pending(const page_t *pg, uint64_t bit)
-{
-	return (atomic_load_explicit(&page_remote(pg)->pending, memory_order_acquire) >> (bit >> 6)) & 1;
-}
-
 /* Whether the block is live and no other thread has freed it: for the slow paths that look at
  * a block (realloc, malloc_usable_size, free_sized). */
 static inline bool live_unfreed(const page_t *pg, uint64_t bit)
@@ -191,7 +183,7 @@ static inline void heap_free_owned(heap_t *h, page_t *pg, void *p, uint64_t bit,
 }
 
 /* The free itself, once p is known to start a block of pg whose live bit is bit. The owner frees
- * it at once, after a look at its freed bit on a run marked PAGE_REMOTE; another thread checks
+ * it at once, after a look at its tag on a run marked PAGE_REMOTE; another thread checks
  * the live bit and hands the block to the owner (heap_free_remote). */
 static inline void heap_free_checked(page_t *pg, void *p, uint64_t bit, const char *func)
 {
@@ -204,8 +196,10 @@ static inline void heap_free_checked(page_t *pg, void *p, uint64_t bit, const ch
 	if (ow == ((uintptr_t)h | PAGE_REMOTE)) {
 		/* the owner of a page other threads freed into: p may be one of their frees, not
 		 * taken back yet (its live bit still set); a second free of it would put it on the
-		 * list twice, and two mallocs would get it */
-		if (unlikely(remote_pending(pg, bit) && freed_test(pg, bit))) {
+		 * list twice, and two mallocs would get it. Their tag in p's second word (in the
+		 * line this free writes anyway) says so before the freed bitmap, which they write
+		 * on every free, is read at all. */
+		if (unlikely(((block_t *)p)->tag == remote_tag(p) && freed_test(pg, bit))) {
 			heap_invalid(func, p);
 			return;
 		}

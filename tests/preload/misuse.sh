@@ -96,6 +96,16 @@ for c in corrupt-live corrupt-interior corrupt-misaligned corrupt-other-page cor
          corrupt-beyond; do
 	expect_corrupt $c
 done
+# a remote free, a use-after-free write over the block, the owner's free: caught at the owner's
+# free or when it collects the remote free, but never two mallocs of one block
+run_preloaded "$p" double-free-remote-wiped-then-owner >"$TMPD/out" 2>"$TMPD/err"
+rc=$?
+if [ $rc -eq 134 ] && ! grep -q 'handed out twice' "$TMPD/out" &&
+   grep -Eq '^libcontig: (free\(\): invalid pointer|malloc\(\): heap corruption at) ' "$TMPD/err"; then
+	echo "ok: double-free-remote-wiped-then-owner aborted: $(grep '^libcontig:' "$TMPD/err" | head -1)"
+else
+	bad "double-free-remote-wiped-then-owner: exit status $rc, stdout: $(head -2 "$TMPD/out"), stderr: $(head -3 "$TMPD/err")"
+fi
 for c in free-null free-foreign-mmap free-static realloc-foreign corrupt-remote; do
 	expect_survive $c
 done

@@ -186,6 +186,21 @@ int main(int argc, char **argv)
 		void *first = malloc(40);
 		for (int i = 0; i < 100000; i++)
 			if (malloc(40) == first) { printf("live block %p handed out twice\n", first); break; }
+	} else if (strcmp(c, "double-free-remote-wiped-then-owner") == 0) {
+		/* the same, after a use-after-free write over the whole block: the owner's free
+		 * cannot tell it from a live block any more and takes it, but the block must still
+		 * never reach two mallocs: the owner's collect of the remote free finds the block
+		 * written since and aborts (heap corruption, naming it) */
+		pthread_t t;
+		q = alloc(40);
+		pthread_create(&t, NULL, free_in_thread, q);
+		pthread_join(t, NULL);
+		announce(q);
+		memset(q, 0x5a, 40);
+		free_p(q);
+		void *first = malloc(40);
+		for (int i = 0; i < 100000; i++)
+			if (malloc(40) == first) { printf("live block %p handed out twice\n", first); break; }
 	} else if (strcmp(c, "realloc-remote-freed") == 0) {
 		pthread_t t;
 		q = alloc(40);

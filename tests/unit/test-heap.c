@@ -130,11 +130,15 @@ START_TEST(remote_frees_set_freed_bits)
 			unsigned char *p = mixed[c][i];
 			page_t *pg = run_of(p);
 			uint64_t k = bit_of(p);
-			/* not taken back yet: still live, marked freed, its bytes untouched */
+			/* not taken back yet: still live, marked freed, tagged in its second word (the
+			 * run marked for the owner's free), its other bytes untouched */
 			ck_assert(live_test(pg, k));
 			ck_assert(atomic_load(&page_freed(pg)[k >> 6]) >> (k & 63) & 1);
 			ck_assert(atomic_load(&page_remote(pg)->pending) >> (k >> 6) & 1);
-			for (size_t j = 0; j < mix_sizes[c]; j++) ck_assert_uint_eq(p[j], (unsigned)(0xa5 ^ i ^ c) & 0xff);
+			ck_assert(atomic_load(&pg->owner) & PAGE_REMOTE);
+			ck_assert_uint_eq(((block_t *)p)->tag, remote_tag(p));
+			for (size_t j = 0; j < mix_sizes[c]; j++)
+				if (j < 8 || j >= 16) ck_assert_uint_eq(p[j], (unsigned)(0xa5 ^ i ^ c) & 0xff);
 		}
 	heap_collect_all();                                            /* the owner takes them back */
 	for (int i = 0; i < MIXN; i++)
@@ -144,6 +148,7 @@ START_TEST(remote_frees_set_freed_bits)
 			if (pg->kind != PK_SMALL) continue;                /* its run was emptied and given back */
 			ck_assert(!live_test(pg, k));
 			ck_assert(!(atomic_load(&page_freed(pg)[k >> 6]) >> (k & 63) & 1));
+			ck_assert_uint_eq(((block_t *)mixed[c][i])->tag, 0);  /* and untagged */
 		}
 	contig_get_stats(&st);
 	ck_assert_uint_le(st.live_blocks, live0);                      /* every one was taken back */
