@@ -49,6 +49,25 @@ static void __attribute__((noinline)) poke(void *volatile f, void *v)
 	memcpy(f, &v, sizeof v);
 }
 
+/* A block freed by another thread (not taken back yet), then by its owner: had that been
+ * accepted, the block would be on the free list twice and two mallocs would get it. With wipe,
+ * a use-after-free write over the whole block comes between: the owner's free then cannot tell
+ * the block from a live one and takes it, but it must still never reach two mallocs (the
+ * owner's collect of the remote free finds the block written since and aborts). */
+static void free_remote_then_owner(int wipe)
+{
+	pthread_t t;
+	void *q = alloc(40);
+	pthread_create(&t, NULL, free_in_thread, q);
+	pthread_join(t, NULL);
+	announce(q);
+	if (wipe) memset(q, 0x5a, 40);
+	free_p(q);
+	void *first = malloc(40);
+	for (int i = 0; i < 100000; i++)
+		if (malloc(40) == first) { printf("live block %p handed out twice\n", first); break; }
+}
+
 /* Point the link of a freed 48-byte block at target, then malloc until the library takes the
  * link: it must abort naming target, never return it. */
 static void corrupt_link(unsigned char *freed, void *target)
@@ -175,32 +194,9 @@ int main(int argc, char **argv)
 		pthread_create(&t, NULL, free_in_thread, q);
 		pthread_join(t, NULL);
 	} else if (strcmp(c, "double-free-remote-then-owner") == 0) {
-		/* freed by another thread (not taken back yet), then by its owner: had it been
-		 * accepted, the block would be on the free list twice and two mallocs would get it */
-		pthread_t t;
-		q = alloc(40);
-		pthread_create(&t, NULL, free_in_thread, q);
-		pthread_join(t, NULL);
-		announce(q);
-		free_p(q);
-		void *first = malloc(40);
-		for (int i = 0; i < 100000; i++)
-			if (malloc(40) == first) { printf("live block %p handed out twice\n", first); break; }
+		free_remote_then_owner(0);
 	} else if (strcmp(c, "double-free-remote-wiped-then-owner") == 0) {
-		/* the same, after a use-after-free write over the whole block: the owner's free
-		 * cannot tell it from a live block any more and takes it, but the block must still
-		 * never reach two mallocs: the owner's collect of the remote free finds the block
-		 * written since and aborts (heap corruption, naming it) */
-		pthread_t t;
-		q = alloc(40);
-		pthread_create(&t, NULL, free_in_thread, q);
-		pthread_join(t, NULL);
-		announce(q);
-		memset(q, 0x5a, 40);
-		free_p(q);
-		void *first = malloc(40);
-		for (int i = 0; i < 100000; i++)
-			if (malloc(40) == first) { printf("live block %p handed out twice\n", first); break; }
+		free_remote_then_owner(1);
 	} else if (strcmp(c, "realloc-remote-freed") == 0) {
 		pthread_t t;
 		q = alloc(40);
