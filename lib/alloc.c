@@ -211,6 +211,9 @@ static NOINLINE void free_slow(page_t *pg, void *p, const char *func)
 	case PK_MMAP_FIXED:
 		free_outside(p, func);
 		return;
+	case PK_UNUSED:                 /* a foreign mapping not found yet? */
+		if (range_foreign_at((uintptr_t)p)) { free_outside(p, func); return; }
+		break;
 	default:
 		break;
 	}
@@ -234,6 +237,7 @@ static size_t live_size(void *p, page_t **headp, const char *func)
 	if (h->kind == PK_LARGE && (uintptr_t)p == page_addr(page_idx(h)))
 		return h->usable;
 	if (h->kind == PK_FOREIGN || h->kind == PK_MMAP_FIXED) return 0;
+	if (h->kind == PK_UNUSED && range_foreign_at((uintptr_t)p)) return 0;
 	fatal_pointer(func, p);
 }
 

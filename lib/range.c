@@ -192,7 +192,8 @@ typedef struct foreign_scan {
 	contig_route_t route;
 	int own_reserved;           /* PROT_NONE anonymous areas are ours (reservation), not foreign */
 	int found;
-	uintptr_t lo, hi;
+	uintptr_t lo, hi;           /* where to look */
+	uintptr_t clo, chi;         /* what of a mapping found there to mark and record */
 } foreign_scan_t;
 
 static int foreign_cb(const maps_entry_t *m, void *arg)
@@ -200,8 +201,8 @@ static int foreign_cb(const maps_entry_t *m, void *arg)
 	foreign_scan_t *fs = arg;
 	if (fs->own_reserved && m->anon && m->perms[0] == '-' && m->perms[1] == '-' && m->perms[2] == '-')
 		return 0;
-	uintptr_t lo = m->lo < fs->lo ? fs->lo : m->lo;
-	uintptr_t hi = m->hi > fs->hi ? fs->hi : m->hi;
+	uintptr_t lo = m->lo < fs->clo ? fs->clo : m->lo;
+	uintptr_t hi = m->hi > fs->chi ? fs->chi : m->hi;
 	bool known = true;
 	for (uintptr_t a = align_down(lo, PAGE_SIZE); a < hi && known; a += PAGE_SIZE) {
 		uint8_t k = G.pages[(a - G.base) >> PAGE_SHIFT].kind;
@@ -217,10 +218,29 @@ static int foreign_cb(const maps_entry_t *m, void *arg)
 /* Scan [lo, hi) for foreign mappings, mark and record them. Returns how many were found. */
 static int scan_foreign(uintptr_t lo, uintptr_t hi, contig_route_t route, int own_reserved)
 {
-	foreign_scan_t fs = { route, own_reserved, 0, lo, hi };
+	foreign_scan_t fs = { route, own_reserved, 0, lo, hi, lo, hi };
 	maps_scan(lo, hi, foreign_cb, &fs);
 	return fs.found;
 }
+/* A pointer on a page the library never made usable (beyond the frontier): inside a foreign
+ * mapping that raw system calls put there? Asked before free or realloc of it would fail as an
+ * invalid pointer; looks in /proc/self/maps and records what it finds (a collision, as any). */
+bool range_foreign_at(uintptr_t addr)
+{
+	size_t i = (addr - G.base) >> PAGE_SHIFT;
+	range_lock();
+	if (P(i)->kind == PK_UNUSED) {
+		/* the whole mapping found there, as far as it lies in the range: one collision */
+		foreign_scan_t fs = { CONTIG_ROUTE_MAPS, i < R.reserved_end, 0, page_addr(i), page_addr(i + 1),
+		                      G.base, G.base + (G.npages << PAGE_SHIFT) };
+		maps_scan(fs.lo, fs.hi, foreign_cb, &fs);
+	}
+	bool foreign = P(i)->kind == PK_FOREIGN;
+	range_unlock();
+	range_notify_collisions();
+	return foreign;
+}
+
 /* ---- growth ---- */
 typedef struct overlap { uintptr_t lo, hi; char line[200]; int found; } overlap_t;
 

@@ -48,6 +48,9 @@ HIDDEN void range_open(size_t a, size_t b);
 HIDDEN void range_count_collision(uintptr_t addr, size_t len, contig_route_t route);
 HIDDEN void range_notify_collisions(void);
 HIDDEN void range_set_collision_callback(contig_collision_fn fn, void *arg);
+/* Whether addr (in the range, on a page never made usable) lies in a foreign mapping: looks in
+ * /proc/self/maps, records it. Takes the lock. */
+HIDDEN bool range_foreign_at(uintptr_t addr);
 
 typedef struct range_stats {
 	size_t reserved;                /* bytes reserved PROT_NONE at start */

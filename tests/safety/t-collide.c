@@ -4,10 +4,16 @@
  * dlsym, so the program also runs without the library) must list a collision over them.
  *   grow: CONTIG_MODE=lazy; mmap(MAP_FIXED_NOREPLACE) at base + 64 MiB, 1 MiB (route grow)
  *   maps: CONTIG_MODE=reserve; mmap(MAP_FIXED) over reserved pages at base + 256 MiB (route maps)
+ *   free: any mode; mmap(MAP_FIXED) at base + 8 GiB, far beyond the heap, then free, realloc and
+ *         malloc_usable_size of pointers into it, before the library has seen it: free ignores
+ *         them, realloc fails with ENOMEM, the pages keep their pattern, and the mapping is
+ *         recorded (route maps); nothing is allocated past it
  * Exit 0 when all holds, 1 with a FAIL line otherwise, 77 when the kernel lacks
  * MAP_FIXED_NOREPLACE. With "--no-detect" (CONTIG_CHECK_MAPS=0) it exits 0 only when the
  * collision went unnoticed, to show that the check is what finds it. */
 #include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +36,7 @@ int main(int argc, char **argv)
 	static size_t len[NBLK];
 	const char *mode = argc > 1 ? argv[1] : "grow";
 	int no_detect = argc > 2 && strcmp(argv[2], "--no-detect") == 0;
-	int grow = strcmp(mode, "grow") == 0;
+	int grow = strcmp(mode, "grow") == 0, freeing = strcmp(mode, "free") == 0;
 	uintptr_t fa;
 	size_t total = 0, overlaps = 0;
 	uint64_t rng = 7;
@@ -38,7 +44,7 @@ int main(int argc, char **argv)
 	long r;
 
 	tu_init();
-	fa = tu_base + (grow ? (64u << 20) : (256u << 20));
+	fa = tu_base + (freeing ? ((size_t)8 << 30) : grow ? (64u << 20) : (256u << 20));
 	if (grow)
 		r = syscall(SYS_mmap, fa, FOREIGN_LEN, PROT_READ | PROT_WRITE,
 		            MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
@@ -55,8 +61,24 @@ int main(int argc, char **argv)
 	}
 	tu_fill((void *)fa, FOREIGN_LEN, 0xf0e1);
 
+	if (freeing) {
+		void *(*volatile re)(void *, size_t) = realloc;
+		void (*volatile fr)(void *) = free;
+		errno = 0;
+		void *q = re((void *)(fa + 64), 100);
+		CHECK(q == NULL && errno == ENOMEM, "realloc of a pointer into the foreign mapping: %p, errno %d", q, errno);
+		fr((void *)fa);
+		fr((void *)(fa + 4096));
+		fr((void *)(fa + FOREIGN_LEN - 16));
+		CHECK(malloc_usable_size((void *)(fa + 32)) == 0, "malloc_usable_size of a foreign pointer is not 0");
+		CHECK(tu_verify((void *)fa, FOREIGN_LEN, 0xf0e1) < 0, "the foreign mapping lost its pattern");
+		q = malloc(100);
+		CHECK(q != NULL, "malloc after the foreign frees failed");
+		free(q);
+		want_route = CONTIG_ROUTE_MAPS;
+	}
 	/* Keep everything live so that the heap has to grow past the foreign pages. */
-	while (total < ((size_t)256 << 20) + (grow ? 0 : ((size_t)64 << 20)) && n < NBLK) {
+	while (!freeing && total < ((size_t)256 << 20) + (grow ? 0 : ((size_t)64 << 20)) && n < NBLK) {
 		uint64_t x = tu_rand(&rng);
 		switch (x % 6) {
 		case 0: len[n] = ((size_t)512 << 10) + x % ((size_t)2 << 20); break;
@@ -76,7 +98,7 @@ int main(int argc, char **argv)
 		CHECK_RANGE(blk[n], len[n], "block");
 		total += len[n++];
 	}
-	CHECK((uintptr_t)blk[n - 1] > fa || no_detect, "the heap did not grow past the foreign mapping (last block %p)", blk[n - 1]);
+	CHECK(freeing || (uintptr_t)blk[n - 1] > fa || no_detect, "the heap did not grow past the foreign mapping (last block %p)", blk[n - 1]);
 	if (!no_detect) {
 		CHECK(tu_verify((void *)fa, FOREIGN_LEN, 0xf0e1) < 0, "the foreign mapping lost its pattern");
 		for (int i = 0; i < n; i++)
@@ -103,6 +125,11 @@ int main(int argc, char **argv)
 	}
 	CHECK(found, "no collision with route %s over %#lx-%#lx in the statistics (%zu collisions)",
 	      mode, (unsigned long)fa, (unsigned long)(fa + FOREIGN_LEN), st.collisions);
+	if (freeing) {
+		printf("t-collide: free: pointers into the foreign mapping %#lx-%#lx ignored, realloc ENOMEM\n",
+		       (unsigned long)fa, (unsigned long)(fa + FOREIGN_LEN));
+		return 0;
+	}
 	printf("t-collide: %s: %d blocks, %zu MiB, last at %p, foreign %#lx-%#lx intact\n", mode, n,
 	       total >> 20, blk[n - 1], (unsigned long)fa, (unsigned long)(fa + FOREIGN_LEN));
 	return 0;
