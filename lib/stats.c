@@ -84,11 +84,15 @@ static const char *route_word(int r)
 	return "?";
 }
 
-typedef struct out { int fd; char buf[4096]; size_t n; } out_t;
+typedef struct out { int fd; char buf[4096]; size_t n; long err; } out_t;   /* err: a failed write's -errno */
 
 static void out_flush(out_t *o)
 {
-	if (o->n && o->fd >= 0) os_write(o->fd, o->buf, o->n);
+	if (o->n && o->fd >= 0) {
+		long r = os_write(o->fd, o->buf, o->n);
+		if (r < 0 && !o->err) o->err = r;
+		else if (r >= 0 && (size_t)r < o->n && !o->err) o->err = -28;   /* short: ENOSPC */
+	}
 	o->n = 0;
 }
 
@@ -173,22 +177,42 @@ static void print_json(out_t *o, const contig_stats_t *st)
 	LINE(o, fmt_str(b, "]}"));
 }
 
+/* The statistics in the form CONTIG_STATS asks for, flushed. */
+static void print_stats(out_t *o, const contig_stats_t *st)
+{
+	if (G.cfg.stats == STATS_JSON) print_json(o, st);
+	else print_text(o, st);
+	out_flush(o);
+}
+
 /* The statistics at exit under CONTIG_STATS (the exit hook is api.c's; the heaps have handed
  * back their remote frees by then). */
 void stats_report_exit(void)
 {
 	if (!G.cfg.stats) return;
-	out_t o;
-	o.n = 0;
-	o.fd = G.cfg.stats_file[0] ? os_open_write(G.cfg.stats_file) : -1;
-	bool own = o.fd >= 0;
-	if (!own) o.fd = report_fd();
 	contig_stats_t st;
 	stats_collect(&st);
-	if (G.cfg.stats == STATS_JSON) print_json(&o, &st);
-	else print_text(&o, &st);
-	out_flush(&o);
-	if (own) os_close(o.fd);
+	out_t o = { -1, "", 0, 0 };
+	long err = 0;
+	if (G.cfg.stats_file[0]) {
+		o.fd = os_open_write(G.cfg.stats_file);
+		if (o.fd < 0) err = o.fd;
+		else {
+			print_stats(&o, &st);
+			os_close(o.fd);
+			if (!o.err) return;
+			err = o.err;
+		}
+	}
+	o.fd = report_fd();
+	o.err = 0;
+	if (err) {
+		/* the file could not be opened or written: say so, and use stderr */
+		LINE(&o, fmt_str(b, "libcontig: CONTIG_STATS_FILE=\""); fmt_str(b, G.cfg.stats_file);
+		     fmt_str(b, "\" could not be written (errno "); fmt_dec(b, (uint64_t)-err);
+		     fmt_str(b, "); the statistics go to stderr"));
+	}
+	print_stats(&o, &st);
 }
 
 void stats_print_malloc_stats(void)

@@ -39,4 +39,17 @@ expect_rc "CONTIG_STATS_FILE t-stats" 0
 [ -s "$TMPD/file.json" ] || bad "CONTIG_STATS_FILE: $TMPD/file.json not written"
 ! grep -q '^{' "$TMPD/err" || bad "CONTIG_STATS_FILE: the JSON still went to stderr"
 json_check "$TMPD/file.json" "all(k in j for k in $keys)" || bad "CONTIG_STATS_FILE: wrong JSON"
+
+# a file that cannot be opened (no such directory) or written (/dev/full): one line says so, and
+# the statistics go to stderr instead of being lost
+for f in "$TMPD/no/such/dir/file.json" /dev/full; do
+	[ "$f" = /dev/full ] && [ ! -w /dev/full ] && continue
+	run CONTIG_STATS=json CONTIG_STATS_FILE="$f" "$t"
+	expect_rc "CONTIG_STATS_FILE=$f t-stats" 0
+	grep -q "^libcontig: CONTIG_STATS_FILE=\"$f\" could not be written (errno [0-9]*); the statistics go to stderr\$" "$TMPD/err" ||
+		{ bad "CONTIG_STATS_FILE=$f: no line saying the file could not be written"; show; }
+	sed -n '/^{/,$p' "$TMPD/err" | tail -1 >"$TMPD/fallback.json"
+	json_check "$TMPD/fallback.json" "all(k in j for k in $keys)" ||
+		bad "CONTIG_STATS_FILE=$f: the statistics did not reach stderr"
+done
 finish
