@@ -217,9 +217,7 @@ void stats_report_exit(void)
 
 void stats_print_malloc_stats(void)
 {
-	out_t o;
-	o.n = 0;
-	o.fd = 2;
+	out_t o = { 2, "", 0, 0 };
 	contig_stats_t st;
 	contig_ensure_init();
 	stats_collect(&st);
