@@ -53,7 +53,22 @@ static bool fb_room(void)
 	return true;
 }
 
-static void *fallback_alloc(size_t n, int zero)
+/* A fresh mapping outside the range of len bytes aligned to align (a power of two): one
+ * align - 4 KiB longer, trimmed at both ends. */
+static void *fallback_map(size_t len, size_t align)
+{
+	if (align <= OS_PAGE) return os_map_meta(len, G.base, G.base + G.size);
+	size_t span = len + align - OS_PAGE;
+	if (span < len) return NULL;
+	uintptr_t m = (uintptr_t)os_map_meta(span, G.base, G.base + G.size);
+	if (!m) return NULL;
+	uintptr_t a = align_up(m, align);
+	if (a > m) os_munmap((void *)m, a - m);
+	if (m + span > a + len) os_munmap((void *)(a + len), m + span - (a + len));
+	return (void *)a;
+}
+
+static void *fallback_alloc(size_t n, size_t align, int zero)
 {
 	(void)zero;                         /* fresh mappings read as zero */
 	size_t len = align_up(n ? n : 1, OS_PAGE);
@@ -61,7 +76,7 @@ static void *fallback_alloc(size_t n, int zero)
 	pthread_mutex_lock(&fb_lock);
 	void *p = NULL;
 	if (fb_room()) {
-		p = os_map_meta(len, G.base, G.base + G.size);
+		p = fallback_map(len, align);
 		if (p) {
 			fb_put(fb_tab, fb_cap, (uintptr_t)p, len);
 			fb_used++;
@@ -98,10 +113,10 @@ static size_t fallback_find(const void *p, bool take)
 }
 
 /* e: errno before the range was tried (a failed try set it; a served block keeps it) */
-static void *fallback_or_enomem_n(size_t n, int zero, int e)
+static void *fallback_or_enomem(size_t n, size_t align, int zero, int e)
 {
 	if (G.cfg.fallback_system) {
-		void *p = fallback_alloc(n, zero);
+		void *p = fallback_alloc(n, align, zero);
 		if (p) { errno = e; return p; }
 	}
 	errno = ENOMEM;
@@ -110,18 +125,18 @@ static void *fallback_or_enomem_n(size_t n, int zero, int e)
 
 /* ---- large blocks ---- */
 /* A block of its own pages; align is what the caller needs (runs are 64 KiB-aligned anyway).
- * Fallback blocks are page-aligned mappings, so they serve alignments up to 4 KiB. */
+ * Fallback blocks are mappings of their own, trimmed to the alignment asked for. */
 static void *large_alloc(size_t n, size_t align, int zero)
 {
 	int e = errno;
 	if (n > ((size_t)1 << 62) || n + align < n) { errno = ENOMEM; return NULL; }
-	if (n > G.size) return align <= OS_PAGE ? fallback_or_enomem_n(n, zero, e) : (errno = ENOMEM, NULL);
+	if (n > G.size) return fallback_or_enomem(n, align, zero, e);
 	size_t np = (align_up(n ? n : 1, PAGE_SIZE)) >> PAGE_SHIFT;    /* size 0 still gets a page */
 	size_t extra = align > PAGE_SIZE ? (align >> PAGE_SHIFT) - 1 : 0;
 	/* while leaks are checked every block starts zeroed: no stale pointer in what the caller
 	 * has not written yet keeps a lost block reachable (small blocks: leak_note_new) */
 	page_t *h = region_alloc(np + extra, PK_LARGE, zero || G.slow_only ? RUN_ZERO : 0);
-	if (!h) return align <= OS_PAGE ? fallback_or_enomem_n(n, zero, e) : (errno = ENOMEM, NULL);
+	if (!h) return fallback_or_enomem(n, align, zero, e);
 	if (extra) {
 		uintptr_t a = page_addr(page_idx(h));
 		uintptr_t want = align_up(a, align);
@@ -166,7 +181,7 @@ NOINLINE void *alloc_malloc_slow(size_t n)
 	if (n <= SMALL_MAX) {
 		int e = errno;
 		void *p = heap_alloc_small(n);
-		return p ? p : fallback_or_enomem_n(n, 0, e);
+		return p ? p : fallback_or_enomem(n, ALIGN_MIN, 0, e);
 	}
 	return large_alloc(n, ALIGN_MIN, 0);
 }
@@ -384,7 +399,7 @@ void *alloc_memalign(size_t align, size_t n)
 			if (class_size[c] % align == 0) {
 				void *p = heap_alloc_class(c);
 				if (G.slow_only && p) { heap_set_asked(page_of(p), p, n); leak_note_new(p, n); }
-				return p ? p : (align <= OS_PAGE ? fallback_or_enomem_n(n, 0, e) : (errno = ENOMEM, NULL));
+				return p ? p : fallback_or_enomem(n, align, 0, e);
 			}
 		}
 	}

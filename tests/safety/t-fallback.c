@@ -2,7 +2,8 @@
  * blocks, some small blocks once the range is full, and a 16 MiB anonymous mmap.
  *   system: everything succeeds, some blocks lie outside the range, all keep their contents,
  *           the statistics count fallback bytes; free works on both kinds; 10,000 fallback
- *           blocks live at once; realloc past the whole range moves the block outside it.
+ *           blocks live at once; realloc past the whole range moves the block outside it;
+ *           posix_memalign, memalign and aligned_alloc up to 2 MiB alignment fall back too.
  *   none:   allocations fail with NULL/ENOMEM (mmap with MAP_FAILED/ENOMEM) once the range is
  *           full, nothing lands outside it, and the program carries on: freeing makes room. */
 #include <dlfcn.h>
@@ -106,6 +107,26 @@ int main(int argc, char **argv)
 		CHECK(r2[0] == 5 && r2[999] == 5, "realloc past the range lost the contents");
 		r2[((size_t)32 << 20) - 1] = 1;
 		free(r2);
+		/* alignments above a page, with the range full: fallback blocks aligned as asked */
+		static const size_t aligns[] = { 8192, (size_t)64 << 10, (size_t)1 << 20, (size_t)2 << 20 };
+		for (size_t k = 0; k < sizeof aligns / sizeof aligns[0]; k++) {
+			size_t al = aligns[k];
+			void *pa = NULL;
+			int rc = posix_memalign(&pa, al, 100000);
+			CHECK(rc == 0 && pa != NULL, "CONTIG_FALLBACK=system: posix_memalign(%zu, 100000) failed: %d", al, rc);
+			CHECK(((uintptr_t)pa & (al - 1)) == 0, "posix_memalign(%zu): %p is not aligned", al, pa);
+			CHECK(!tu_in_range((uintptr_t)pa, 1), "posix_memalign(%zu): %p in the full range", al, pa);
+			CHECK(malloc_usable_size(pa) >= 100000, "posix_memalign(%zu): usable size %zu", al, malloc_usable_size(pa));
+			memset(pa, 9, 100000);
+			void *pm = memalign(al, al);
+			CHECK(pm != NULL && ((uintptr_t)pm & (al - 1)) == 0, "memalign(%zu, %zu): %p", al, al, pm);
+			memset(pm, 3, al);
+			void *pb = aligned_alloc(al, 3 * al);
+			CHECK(pb != NULL && ((uintptr_t)pb & (al - 1)) == 0, "aligned_alloc(%zu): %p", al, pb);
+			free(pb);
+			free(pm);
+			free(pa);
+		}
 	}
 	if (m != MAP_FAILED)
 		munmap(m, (size_t)16 << 20);
