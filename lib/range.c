@@ -194,6 +194,8 @@ typedef struct foreign_scan {
 	int found;
 	uintptr_t lo, hi;           /* where to look */
 	uintptr_t clo, chi;         /* what of a mapping found there to mark and record */
+	uintptr_t shared;           /* the last page this scan marked (+1; 0: none): another line
+	                               there is another mapping, not one found before */
 } foreign_scan_t;
 
 static int foreign_cb(const maps_entry_t *m, void *arg)
@@ -206,10 +208,11 @@ static int foreign_cb(const maps_entry_t *m, void *arg)
 	bool known = true;
 	for (uintptr_t a = align_down(lo, PAGE_SIZE); a < hi && known; a += PAGE_SIZE) {
 		uint8_t k = G.pages[(a - G.base) >> PAGE_SHIFT].kind;
-		known = k == PK_FOREIGN || k == PK_MMAP_FIXED;
+		known = (k == PK_FOREIGN || k == PK_MMAP_FIXED) && a + 1 != fs->shared;
 	}
 	if (known) return 0;                   /* found before: recorded once */
 	mark_foreign(lo, hi);
+	fs->shared = align_down(hi - 1, PAGE_SIZE) + 1;
 	collision_locked(lo, hi, fs->route, m->line);
 	fs->found++;
 	return 0;
@@ -218,7 +221,7 @@ static int foreign_cb(const maps_entry_t *m, void *arg)
 /* Scan [lo, hi) for foreign mappings, mark and record them. Returns how many were found. */
 static int scan_foreign(uintptr_t lo, uintptr_t hi, contig_route_t route, int own_reserved)
 {
-	foreign_scan_t fs = { route, own_reserved, 0, lo, hi, lo, hi };
+	foreign_scan_t fs = { route, own_reserved, 0, lo, hi, lo, hi, 0 };
 	maps_scan(lo, hi, foreign_cb, &fs);
 	return fs.found;
 }
@@ -232,7 +235,7 @@ bool range_foreign_at(uintptr_t addr)
 	if (P(i)->kind == PK_UNUSED) {
 		/* the whole mapping found there, as far as it lies in the range: one collision */
 		foreign_scan_t fs = { CONTIG_ROUTE_MAPS, i < R.reserved_end, 0, page_addr(i), page_addr(i + 1),
-		                      G.base, G.base + (G.npages << PAGE_SHIFT) };
+		                      G.base, G.base + (G.npages << PAGE_SHIFT), 0 };
 		maps_scan(fs.lo, fs.hi, foreign_cb, &fs);
 	}
 	bool foreign = P(i)->kind == PK_FOREIGN;

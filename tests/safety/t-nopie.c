@@ -89,6 +89,8 @@ int main(int argc, char **argv)
 		CHECK(bss_pattern[i] == (unsigned char)(i * 7), "the program's bss was overwritten at %d", i);
 	CHECK(strcmp(data_pattern, "t-nopie initialised data") == 0 &&
 	      tu_verify(data_pattern + 64, sizeof data_pattern - 64, 99) < 0, "the program's data was overwritten");
+	for (i = 0; i < nimage; i++)
+		printf("t-nopie: segment %#lx-%#lx\n", (unsigned long)image[i].lo, (unsigned long)image[i].hi);
 	printf("t-nopie: image at %#lx-%#lx, %d blocks (%zu KiB) in the range, none over it\n",
 	       (unsigned long)image[0].lo, (unsigned long)image[nimage - 1].hi, NBLK, total >> 10);
 	return 0;
