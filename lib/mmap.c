@@ -295,6 +295,12 @@ int mm_munmap(void *addr, size_t len)
 		errno = EINVAL;
 		return -1;
 	}
+	if (s.free) {
+		/* pages the caller does not own (never mapped by it, or unmapped already): nothing to
+		 * unmap there, as the kernel says of unmapped memory, but a collision (SPEC) */
+		refuse_line("munmap", a, len, "some pages are not mapped by the caller");
+		range_count_collision(a, len, CONTIG_ROUTE_MMAP);
+	}
 	/* parts outside the range, and foreign mappings inside it, are the kernel's business */
 	if (a < G.base) os_munmap(addr, G.base - a);
 	if (a + len > G.base + G.size) os_munmap((void *)(G.base + G.size), a + len - G.base - G.size);
@@ -335,7 +341,7 @@ static bool inside_one_block(uintptr_t a, size_t len)
 	return false;
 }
 
-static int check_own(const char *call, uintptr_t a, size_t len, bool mark_prot)
+static int check_own(const char *call, uintptr_t a, size_t len, bool mark_prot, bool collide)
 {
 	size_t pa, pb;
 	span_t s;
@@ -348,6 +354,9 @@ static int check_own(const char *call, uintptr_t a, size_t len, bool mark_prot)
 	}
 	if (s.free) {
 		refuse_line(call, a, len, "the pages are not mapped by the caller");
+		/* SPEC: mprotect of range pages the caller does not own is a collision (madvise
+		 * neither places nor removes a mapping: only refused, as the kernel would) */
+		if (collide) range_count_collision(a, len, CONTIG_ROUTE_MMAP);
 		return ENOMEM;
 	}
 	if (mark_prot)
@@ -360,7 +369,7 @@ int mm_mprotect(void *addr, size_t len, int prot)
 	uintptr_t a = (uintptr_t)addr;
 	contig_ensure_init();
 	if (overlaps_range(a, len) && len) {
-		int e = check_own("mprotect", a, len, true);
+		int e = check_own("mprotect", a, len, true, true);
 		if (e) { errno = e; return -1; }
 	}
 	return kernel_ret(os_mprotect(addr, len, prot));
@@ -376,7 +385,7 @@ int mm_madvise(void *addr, size_t len, int advice)
 	               advice == MADV_GUARD_INSTALL_;
 	bool destructive = lasting || advice == MADV_DONTNEED || advice == MADV_FREE || advice == MADV_REMOVE;
 	if (destructive && len && overlaps_range(a, len)) {
-		int e = check_own("madvise", a, len, lasting);
+		int e = check_own("madvise", a, len, lasting, false);
 		if (e) { errno = e == EACCES ? EINVAL : e; return -1; }
 	}
 	return kernel_ret(os_madvise(addr, len, advice));

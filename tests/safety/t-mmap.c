@@ -143,6 +143,25 @@ static void calls(void)
 	}
 	CHECK(collisions_now() > c0, "the refused calls were not counted as collisions (%zu)", collisions_now());
 
+	/* Range pages nobody mapped (far beyond the heap), and a served mapping's pages once it
+	 * is unmapped: munmap does nothing there and says 0, as the kernel does for unmapped
+	 * memory, mprotect says ENOMEM, and each is a collision (pages the caller does not own). */
+	size_t c1 = collisions_now();
+	char *far = (char *)(tu_base + tu_size / 2);
+	CHECK(munmap(far, 2 * PG) == 0, "munmap of range pages nobody mapped failed: errno %d", errno);
+	CHECK(collisions_now() == c1 + 1, "munmap of range pages nobody mapped: %zu collisions, want %zu",
+	      collisions_now(), c1 + 1);
+	errno = 0;
+	CHECK(mprotect(far, PG, PROT_READ) == -1 && errno == ENOMEM,
+	      "mprotect of range pages nobody mapped: errno %d (want ENOMEM)", errno);
+	CHECK(collisions_now() == c1 + 2, "mprotect of range pages nobody mapped was not counted");
+	char *gone = mmap(NULL, 3 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(gone != MAP_FAILED && in(gone, 3 * PG), "mmap of 3 pages failed");
+	CHECK(munmap(gone, 3 * PG) == 0, "munmap failed");
+	CHECK(collisions_now() == c1 + 2, "munmap of the caller's own mapping was counted as a collision");
+	CHECK(munmap(gone, 3 * PG) == 0, "a second munmap failed");
+	CHECK(collisions_now() == c1 + 3, "a second munmap (pages no longer the caller's) was not counted");
+
 	/* A hint inside the range for a file mapping, or a shared one, is moved out of the range. */
 	char path[] = "/tmp/t-mmap.XXXXXX";
 	int fd = mkstemp(path);
