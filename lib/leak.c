@@ -50,6 +50,7 @@ typedef struct tslot {
 	_Atomic(int) state;                 /* 0 signalled, 1 parked (sp, regs valid), 2 left the handler
 	                                       (or gone), 3 blocks the signal: not stopped */
 	uintptr_t sp;                       /* stack pointer where it was interrupted; 0 unknown */
+	uint64_t ran;                       /* not stopped: its run time (ns) before the scan */
 	uintptr_t regs[NREGS];              /* its general registers there: roots */
 } tslot_t;
 
@@ -314,6 +315,11 @@ static void scan_words(uintptr_t lo, uintptr_t hi)
 	}
 }
 
+static void check_time(void)
+{
+	if (!timed_out && os_now_ms() - t_start > TIME_CAP_MS) timed_out = 1;
+}
+
 /* Scan [lo, hi) word by word, an OS page at a time; a page that faults is skipped. */
 static void scan_region(uintptr_t lo, uintptr_t hi)
 {
@@ -321,19 +327,17 @@ static void scan_region(uintptr_t lo, uintptr_t hi)
 	hi = align_down(hi, sizeof(uintptr_t));
 	if (sigsetjmp(SX->jb, 0)) pos = align_down(pos, OS_PAGE) + OS_PAGE;
 	guard_on = 1;
-	while (pos < hi) {
+	unsigned pages = 0;
+	while (pos < hi && !timed_out) {
 		uintptr_t end = align_down(pos, OS_PAGE) + OS_PAGE;
 		if (end > hi) end = hi;
 		scan_words(pos, end);
 		pos = end;
+		if ((++pages & 1023) == 0) check_time();   /* a huge region is abandoned like a huge heap */
 	}
 	guard_on = 0;
 }
 
-static void check_time(void)
-{
-	if (!timed_out && os_now_ms() - t_start > TIME_CAP_MS) timed_out = 1;
-}
 
 static void scan_block_at(uintptr_t a)
 {
@@ -376,6 +380,7 @@ static void for_each_block(blk_fn fn)
 			continue;
 		}
 		const page_t *pg = &G.pages[i];
+		if (__atomic_load_n(&pg->kind, __ATOMIC_ACQUIRE) != PK_SMALL) continue;   /* given back since */
 		size_t bits = class_blocks[pg->cls];   /* not capacity: a thread still running may carve */
 		for (size_t w = 0; w < (bits + 63) / 64; w++) {
 			uint64_t v = __atomic_load_n(&pg->live[w], __ATOMIC_RELAXED);
@@ -495,7 +500,7 @@ static bool signal_blocked(int tid, int sig)
 	return (mask >> (sig - 1)) & 1;
 }
 
-static int signal_new_threads(int self, int pid)
+static int signal_new_threads(int self, int pid, bool send)
 {
 	char buf[4096];
 	int fd = os_open_read("/proc/self/task");
@@ -518,7 +523,7 @@ static int signal_new_threads(int self, int pid)
 			memset(&slots[k], 0, sizeof slots[k]);
 			atomic_store(&slots[k].tid, tid);
 			atomic_store(&nslots, k + 1);
-			if (signal_blocked(tid, park_sig)) atomic_store(&slots[k].state, 3);   /* cannot answer */
+			if (!send || signal_blocked(tid, park_sig)) atomic_store(&slots[k].state, 3);   /* cannot answer */
 			else if (SC(SYS_tgkill, pid, tid, park_sig, 0, 0, 0) == 0) fresh++;
 			else atomic_store(&slots[k].state, 2);  /* gone already */
 		}
@@ -546,9 +551,12 @@ static void stop_threads(void)
 		} else
 			park_installed = 1;
 	}
-	if (park_installed < 0) return;
+	if (park_installed < 0) {
+		signal_new_threads(self, pid, false);   /* listed, none stopped */
+		return;
+	}
 	atomic_store(&parking, 1);
-	for (int round = 0; round < 4 && signal_new_threads(self, pid) > 0; round++) {
+	for (int round = 0; round < 4 && signal_new_threads(self, pid, true) > 0; round++) {
 		uint64_t t0 = os_now_ms();
 		for (;;) {
 			int waiting = 0;
@@ -559,6 +567,57 @@ static void stop_threads(void)
 			nanosleep(&ts, NULL);
 		}
 	}
+}
+
+/* /proc/self/task/TID/<file> into buf (NUL-terminated); its length, or 0 when unreadable. */
+static long task_file(int tid, const char *file, char *buf, size_t cap)
+{
+	char path[64];
+	fmtbuf_t b;
+	fmt_init(&b, path, sizeof path);
+	fmt_str(&b, "/proc/self/task/");
+	fmt_dec(&b, (uint64_t)tid);
+	fmt_char(&b, '/');
+	fmt_str(&b, file);
+	int fd = os_open_read(path);
+	if (fd < 0) return 0;
+	long n = os_read(fd, buf, cap - 1);
+	os_close(fd);
+	if (n <= 0) return 0;
+	buf[n] = 0;
+	return n;
+}
+
+/* How far thread tid has run: its run time in ns (schedstat, which advances at scheduler ticks
+ * only), or UINT64_MAX while it is running or runnable (state R in stat) or gone. */
+static uint64_t thread_ran(int tid)
+{
+	char buf[512];
+	if (!task_file(tid, "stat", buf, sizeof buf)) return UINT64_MAX;
+	const char *st = strrchr(buf, ')');       /* the name may hold anything, but not after ')' */
+	if (!st || st[1] != ' ' || st[2] == 'R' || st[2] == 0) return UINT64_MAX;
+	if (!task_file(tid, "schedstat", buf, sizeof buf) || buf[0] < '0' || buf[0] > '9') return UINT64_MAX;
+	uint64_t v = 0;
+	for (const char *c = buf; *c >= '0' && *c <= '9'; c++) v = v * 10 + (uint64_t)(*c - '0');
+	return v;
+}
+
+/* Threads that were not stopped (they block the signal, the program handles it, or they did not
+ * answer in time) keep running: a scan while one of them allocates reads descriptors it is
+ * rewriting, and could report a block it holds. Such a thread is let be only while it does not
+ * run: its run time is taken before the scan (mark), and compared after it. Returns how many
+ * ran (or are gone) since their mark; 0 also when there are none. */
+static int loose_threads(bool mark)
+{
+	int ran = 0;
+	for (int i = 1; i < atomic_load(&nslots); i++) {
+		int st = atomic_load(&slots[i].state);
+		if (st != 0 && st != 3) continue;
+		uint64_t t = thread_ran(atomic_load(&slots[i].tid));
+		if (mark) slots[i].ran = t;
+		else if (t == UINT64_MAX || t != slots[i].ran) ran++;
+	}
+	return ran;
 }
 
 static void resume_threads(void)
@@ -704,6 +763,9 @@ static void group_add(uint32_t stack, int indirect, size_t bytes)
 static void collect_cb(const blk_t *b)
 {
 	if (blk_reached(b)) return;
+	/* a large block being made: a thread stopped in malloc between taking its pages and
+	 * setting its size holds only the run's descriptor (region_alloc; also a 0-byte memalign) */
+	if (!b->t && b->head->asked == 0) return;
 	int indirect = bit_get(ind, b->mk);
 	group_add(blk_record(b) & ~LEAK_USABLE, indirect, blk_asked(b));
 }
@@ -959,6 +1021,14 @@ static int map_reserve(void)
 	return 0;
 }
 
+static void check_lock_renew(void) { pthread_mutex_init(&check_lock, NULL); }
+
+static void loose_report(void)
+{
+	log_line("leak check: skipped: a thread that could not be stopped (it blocks the signal the "
+	         "check stops threads with, or the program handles that signal) was running; no leaks counted");
+}
+
 static int prepare(void)
 {
 	if (!mstack) mstack = meta_alloc(MSTACK_CAP * sizeof *mstack);
@@ -993,6 +1063,20 @@ static NOINLINE void run_check(uintptr_t sp, const volatile uintptr_t *regs, siz
 	for (int r = 0; r < 12; r++) slots[0].regs[r] = regs[r];
 	atomic_store(&nslots, 1);
 	stop_threads();
+	/* threads not stopped must be idle: quiet for 2 ms (a thread just going to sleep gets up to
+	 * 100 ms to get there), and still so after the scan */
+	int busy = 1;
+	for (int tries = 0; tries < 50 && busy; tries++) {
+		loose_threads(true);
+		struct timespec pause = { 0, 2000000 };
+		nanosleep(&pause, NULL);
+		busy = loose_threads(false);
+	}
+	if (busy) {
+		resume_threads();
+		loose_report();
+		return;
+	}
 	/* The heap's extent once the other threads are stopped: read before, it would miss the pages
 	 * they grew into meanwhile, whose blocks may be all that reaches older ones (a new block at
 	 * the head of a chain of remote frees, say), and those would look leaked. */
@@ -1017,7 +1101,12 @@ static NOINLINE void run_check(uintptr_t sp, const volatile uintptr_t *regs, siz
 	for_each_block(indirect_cb);
 	for_each_block(collect_cb);
 	guard_remove();
+	int loose = loose_threads(false);
 	resume_threads();
+	if (loose) {
+		loose_report();
+		return;
+	}
 	if (timed_out) {
 		log_line("leak check: abandoned after 30 s (the heap is too large to scan); no leaks counted");
 		return;
@@ -1036,6 +1125,9 @@ int leak_check(int at_exit, size_t *bytes, size_t *blocks)
 	volatile uintptr_t regs[12] = { 0 };
 	save_regs(regs);
 	heap_collect_all();
+	static _Atomic(int) forkable;
+	if (!atomic_exchange(&forkable, 1))
+		pthread_atfork(NULL, NULL, check_lock_renew);   /* a fork during a check: the child's lock */
 	pthread_mutex_lock(&check_lock);
 	run_check((uintptr_t)regs, regs, &lb, &ln);
 	pthread_mutex_unlock(&check_lock);

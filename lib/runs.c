@@ -224,7 +224,12 @@ refit:
 		h->npages = (uint32_t)n;
 		h->head_off = 0;
 		h->usable = n << PAGE_SHIFT;
-		if (kind == PK_LARGE) { R.large_bytes += n << PAGE_SHIFT; R.large_blocks++; R.large_allocs++; }
+		if (kind == PK_LARGE) {
+			/* asked 0 until large_alloc sets it: the leak check takes such a block for one
+			 * being made (its thread may be stopped before it has the block's address) */
+			h->asked = 0;
+			R.large_bytes += n << PAGE_SHIFT; R.large_blocks++; R.large_allocs++;
+		}
 	}
 	if (kind == PK_MMAP) {
 		h->map_lo = 0;
@@ -397,15 +402,16 @@ page_t *region_trim(page_t *h, size_t lead, size_t keep)
 	size_t idx = page_idx(h), n = h->npages;
 	page_t *nh = P(idx + lead);
 	range_lock();
+	nh->npages = (uint32_t)keep;
+	nh->usable = keep << PAGE_SHIFT;
 	if (lead) {
-		nh->kind = h->kind;
+		nh->asked = h->asked;
 		nh->head_off = 0;
 		for (size_t i = 1; i < keep; i++) P(idx + lead + i)->head_off = (uint32_t)i;
+		__atomic_store_n(&nh->kind, h->kind, __ATOMIC_RELEASE);   /* last, as in region_alloc */
 		h->kind = PK_FREE;
 		run_insert_free(idx, lead, now_stamp(), true);
 	}
-	nh->npages = (uint32_t)keep;
-	nh->usable = keep << PAGE_SHIFT;
 	if (lead + keep < n) {
 		P(idx + lead + keep)->kind = PK_FREE;
 		run_insert_free(idx + lead + keep, n - lead - keep, now_stamp(), true);
