@@ -36,6 +36,27 @@ static void fb_put(fb_slot_t *tab, size_t cap, uintptr_t a, size_t len)
 	tab[i].len = len;
 }
 
+/* fork: the fallback table's lock is held across it (a thread caught inside a fallback call
+ * would leave the child's copy locked for good), then the heaps' and the range's (heap.c). */
+void alloc_fork_prepare(void)
+{
+	pthread_mutex_lock(&fb_lock);
+	heap_fork_prepare();
+}
+
+void alloc_fork_parent(void)
+{
+	heap_fork_parent();
+	pthread_mutex_unlock(&fb_lock);
+}
+
+void alloc_fork_child(void)
+{
+	heap_fork_child();
+	pthread_mutex_init(&fb_lock, NULL);
+	leak_records_fork_child();
+}
+
 /* Room for one more entry (under fb_lock): false when no memory for a bigger table. */
 static bool fb_room(void)
 {

@@ -3,6 +3,7 @@
 #include "init.h"
 #include "region.h"
 #include "heap.h"
+#include "alloc.h"
 #include "beacon.h"
 #include "stack.h"
 #include "fmt.h"
@@ -40,5 +41,5 @@ __attribute__((constructor)) static void contig_constructor(void)
 {
 	contig_ensure_init();
 	stack_init();                            /* allocation stacks, under CONTIG_LEAKS only */
-	pthread_atfork(heap_fork_prepare, heap_fork_parent, heap_fork_child);
+	pthread_atfork(alloc_fork_prepare, alloc_fork_parent, alloc_fork_child);
 }

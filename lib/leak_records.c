@@ -9,6 +9,10 @@
 static pthread_mutex_t dir_lock = PTHREAD_MUTEX_INITIALIZER;
 
 _Atomic(leak_dir_t *) leak_dir_ptr;     /* G.npages entries, made on the first record */
+
+/* The child of a fork: a thread caught making the directory is gone (the child makes it again). */
+void leak_records_fork_child(void) { pthread_mutex_init(&dir_lock, NULL); }
+
 leak_dir_t *leak_dir_make(void)
 {
 	leak_dir_t *d = atomic_load_explicit(&leak_dir_ptr, memory_order_acquire);

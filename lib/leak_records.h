@@ -40,6 +40,7 @@ typedef struct leak_dir {
 
 extern HIDDEN _Atomic(leak_dir_t *) leak_dir_ptr;
 static inline leak_dir_t *leak_dir(void) { return atomic_load_explicit(&leak_dir_ptr, memory_order_acquire); }
+HIDDEN void leak_records_fork_child(void);
 HIDDEN leak_dir_t *leak_dir_make(void);        /* the directory, made on first use; NULL if it cannot be */
 
 /* The head of the run holding pg (pg itself unless it is a later page of a live run). */

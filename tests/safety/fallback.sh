@@ -13,6 +13,8 @@ if expect_rc "CONTIG_FALLBACK=system" 0; then
 	json_check "$TMPD/stats.json" 'j["fallback_bytes"] >= 56 << 20' ||
 		bad "CONTIG_FALLBACK=system: the JSON does not count the bytes served outside"
 fi
+run CONTIG_SIZE=8M CONTIG_FALLBACK=system "$t" fork
+expect_rc "CONTIG_FALLBACK=system, fork with a thread in the fallback table" 0 && cat "$TMPD/out"
 run CONTIG_SIZE=8M CONTIG_FALLBACK=none "$t" none
 expect_rc "CONTIG_FALLBACK=none" 0 && cat "$TMPD/out"
 run CONTIG_SIZE=8M "$t" none

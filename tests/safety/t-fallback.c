@@ -4,6 +4,8 @@
  *           the statistics count fallback bytes; free works on both kinds; 10,000 fallback
  *           blocks live at once; realloc past the whole range moves the block outside it;
  *           posix_memalign, memalign and aligned_alloc up to 2 MiB alignment fall back too.
+ *   fork:   (with CONTIG_FALLBACK=system) children forked while a thread looks fallback blocks up
+ *           allocate and free fallback blocks without hanging.
  *   none:   allocations fail with NULL/ENOMEM (mmap with MAP_FAILED/ENOMEM) once the range is
  *           full, nothing lands outside it, and the program carries on: freeing makes room. */
 #include <dlfcn.h>
@@ -12,17 +14,59 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <unistd.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include "contig.h"
 #include "testutil.h"
 
 #define NBIG 64
 #define NSMALL 4000
 
+/* fork: a thread keeps looking fallback blocks up (under the fallback table's lock) while the
+ * main thread forks; each child allocates and frees fallback blocks: none may hang. */
+static void *volatile fb_big;
+static void *lookup_loop(void *arg)
+{
+	for (;;) (void)malloc_usable_size(fb_big);
+	return arg;
+}
+
+static int fork_case(void)
+{
+	fb_big = malloc((size_t)32 << 20);        /* more than the whole range: served outside it */
+	CHECK(fb_big != NULL && !tu_in_range((uintptr_t)fb_big, 1), "malloc(32 MiB) did not fall back: %p", fb_big);
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, lookup_loop, NULL) == 0, "pthread_create failed");
+	int hung = 0;
+	for (int f = 0; f < 40; f++) {
+		pid_t pid = fork();
+		CHECK(pid >= 0, "fork failed");
+		if (pid == 0) {
+			alarm(10);
+			void *volatile q = malloc((size_t)32 << 20);
+			free(q);
+			free(fb_big);
+			_exit(q ? 0 : 3);
+		}
+		int st;
+		waitpid(pid, &st, 0);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) hung++;
+	}
+	CHECK(hung == 0, "%d of 40 children hung or failed after fork with fallback blocks in use", hung);
+	printf("t-fallback fork: 40 children allocated and freed fallback blocks\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static void *big[NBIG], *small[NSMALL];
 	int sys = argc > 1 && strcmp(argv[1], "system") == 0;
+	if (argc > 1 && strcmp(argv[1], "fork") == 0) {
+		tu_init();
+		return fork_case();
+	}
 	int in = 0, out = 0, failed = 0, sfail = 0, sout = 0;
 	int (*get)(contig_stats_t *) = (int (*)(contig_stats_t *))dlsym(RTLD_DEFAULT, "contig_get_stats");
 	contig_stats_t st;
