@@ -12,6 +12,11 @@ page_t page_empty;     /* what an empty class list points to: its free list is a
 heap_t heap_none = { .direct = { [0 ... DIRECT_MAX / 16] = &page_empty },
                      .fast = { [0 ... NCLASS - 1] = &page_empty } };
 __thread heap_t *heap_tls __attribute__((tls_model("initial-exec"))) = &heap_none;
+/* Set once the thread's heap was handed back at its exit (heap_destructor): a thread-specific
+ * destructor that runs after ours and allocates gets no heap of its own any more (in the last
+ * round of destructors nothing would hand it back), but the shared dying heap, under its lock. */
+static __thread int heap_dying __attribute__((tls_model("initial-exec")));
+static heap_t *dying_heap;              /* made on first use, always abandoned, never adopted */
 /* Heap locks (heaps_lock, a heap's lock) this thread holds: nothing that allocates may run then. */
 
 static pthread_mutex_t heaps_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -298,6 +303,19 @@ static void heap_set_tls(heap_t *h)
 	if (heap_key_ok) pthread_setspecific(heap_key, h);
 }
 
+/* Under heaps_lock: a new, empty heap on the list of all. */
+static heap_t *heap_new_locked(void)
+{
+	heap_t *h = meta_alloc(sizeof *h);
+	if (!h) return NULL;
+	for (int c = 0; c < NCLASS; c++) h->pages[c] = h->fast[c] = &page_empty;
+	for (int i = 0; i <= DIRECT_MAX / 16; i++) h->direct[i] = &page_empty;
+	pthread_mutex_init(&h->lock, NULL);
+	h->next_all = heaps_all;
+	heaps_all = h;
+	return h;
+}
+
 /* A heap for this thread: an abandoned one (one that still holds runs first), or a new one. */
 static heap_t *heap_create(void)
 {
@@ -308,16 +326,8 @@ static heap_t *heap_create(void)
 	heap_t **l = abandoned_pick(true);
 	if (l) {
 		h = adopt_locked(l);
-	} else {
-		h = meta_alloc(sizeof *h);
-		if (h) {
-			for (int c = 0; c < NCLASS; c++) h->pages[c] = h->fast[c] = &page_empty;
-			for (int i = 0; i <= DIRECT_MAX / 16; i++) h->direct[i] = &page_empty;
-			pthread_mutex_init(&h->lock, NULL);
-			h->next_all = heaps_all;
-			heaps_all = h;
-		}
-	}
+	} else
+		h = heap_new_locked();
 	locks_held--;
 	pthread_mutex_unlock(&heaps_lock);
 	if (!h) return NULL;
@@ -366,6 +376,7 @@ static void tidy_heap(heap_t *h, bool keep_first)
 static void heap_destructor(void *arg)
 {
 	heap_t *h = arg;
+	heap_dying = 1;
 	if (!h || heap_tls != h) return;
 	tidy_heap(h, false);
 	spares_flush(h);
@@ -480,10 +491,47 @@ static page_t *new_page(heap_t *h, unsigned cls)
 	return pg;
 }
 
+static void *alloc_class_in(heap_t *h, unsigned cls);
+
+/* A block for a thread whose heap was handed back already (heap_dying): from the dying heap,
+ * under its lock, as whoever acts for an abandoned heap; the heap stays abandoned, so frees of
+ * its blocks drain it as for any other. */
+static NOINLINE void *alloc_dying(unsigned cls)
+{
+	heap_t *h = __atomic_load_n(&dying_heap, __ATOMIC_ACQUIRE);
+	if (!h) {
+		pthread_mutex_lock(&heaps_lock);
+		locks_held++;
+		h = dying_heap;
+		if (!h && (h = heap_new_locked()) != NULL) {
+			atomic_store(&h->abandoned, 1);
+			__atomic_store_n(&dying_heap, h, __ATOMIC_RELEASE);
+		}
+		locks_held--;
+		pthread_mutex_unlock(&heaps_lock);
+		if (!h) { errno = ENOMEM; return NULL; }
+	}
+	pthread_mutex_lock(&h->lock);
+	locks_held++;
+	void *p = alloc_class_in(h, cls);
+	locks_held--;
+	pthread_mutex_unlock(&h->lock);
+	return p;
+}
+
 void *heap_alloc_class(unsigned cls)
 {
-	heap_t *h = heap_get();
-	if (unlikely(!h)) { errno = ENOMEM; return NULL; }
+	heap_t *h = heap_tls;
+	if (unlikely(h == &heap_none)) {
+		if (unlikely(heap_dying)) return alloc_dying(cls);
+		h = heap_create();
+		if (unlikely(!h)) { errno = ENOMEM; return NULL; }
+	}
+	return alloc_class_in(h, cls);
+}
+
+static void *alloc_class_in(heap_t *h, unsigned cls)
+{
 	if (atomic_load_explicit(&h->delayed, memory_order_relaxed)) drain_delayed(h);
 	page_t *pg = h->pages[cls];
 	while (pg != &page_empty) {

@@ -1,9 +1,11 @@
 /* t-threads.c - cross-thread frees under load: a ring of threads passes blocks of random sizes
  * through locked queues so nearly every free happens on another thread; then threads exit while
- * their blocks are still live and others free them. Contents and range checked throughout.
+ * their blocks are still live and others free them; then threads that allocate in their last
+ * thread-specific destructor round. Contents and range checked throughout.
  * Run under LD_PRELOAD. */
 #include "testutil.h"
 
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -200,6 +202,75 @@ static void *wave_free(void *arg)
 	return NULL;
 }
 
+/* Threads whose thread-specific destructor frees its value and sets a fresh malloc'd one, so
+ * that glibc runs it in every round, the last included: the thread allocates after the library
+ * handed its heap back. Each also hands 256 blocks to main, which frees them. Memory must not
+ * grow with the number of such threads (a heap re-made in the last round was never handed back:
+ * about 256 KiB a thread). */
+#define DTOR_THREADS 1000
+#define DTOR_BLOCKS 256
+static pthread_key_t dtor_key;
+static void *dtor_back[DTOR_BLOCKS];
+
+static void dtor_rearm(void *v)
+{
+	free(v);
+	void *again = malloc(32);
+	CHECK(again != NULL, "malloc in a thread-specific destructor failed");
+	memset(again, 0x5d, 32);
+	pthread_setspecific(dtor_key, again);
+}
+
+static void *dtor_thread(void *arg)
+{
+	(void)arg;
+	pthread_setspecific(dtor_key, malloc(32));
+	for (int i = 0; i < DTOR_BLOCKS; i++) {
+		dtor_back[i] = malloc(256);
+		CHECK(dtor_back[i] != NULL, "malloc(256) failed");
+		memset(dtor_back[i], i, 256);
+	}
+	return NULL;
+}
+
+static long rss_kib(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	long pages = 0, res = 0;
+	if (f) {
+		if (fscanf(f, "%ld %ld", &pages, &res) != 2) res = 0;
+		fclose(f);
+	}
+	return res * 4;
+}
+
+static void dtor_threads(void)
+{
+	CHECK(pthread_key_create(&dtor_key, dtor_rearm) == 0, "pthread_key_create failed");
+	long before = 0;
+	for (int i = 0; i < DTOR_THREADS; i++) {
+		pthread_t t;
+		CHECK(pthread_create(&t, NULL, dtor_thread, NULL) == 0, "pthread_create failed");
+		CHECK(pthread_join(t, NULL) == 0, "pthread_join failed");
+		for (int k = 0; k < DTOR_BLOCKS; k++) {
+			unsigned char *b = dtor_back[k];
+			CHECK(b[0] == (unsigned char)k && b[255] == (unsigned char)k, "block %d lost its contents", k);
+			free(b);
+		}
+		if (i == 100) {
+			malloc_trim(0);
+			before = rss_kib();
+		}
+	}
+	malloc_trim(0);
+	long after = rss_kib();
+	/* every block is free by now: what stays resident is the program, libc and a few runs */
+	CHECK(after < 32 * 1024, "%d threads that allocate in their last destructor round: RSS %ld KiB "
+	      "after 100 of them, %ld KiB after all, every block freed", DTOR_THREADS, before, after);
+	printf("t-threads: %d threads allocating in their destructors: RSS %ld -> %ld KiB\n", DTOR_THREADS,
+	       before, after);
+}
+
 static void start_all(pthread_t *t, int n, void *(*fn)(void *))
 {
 	int i;
@@ -240,6 +311,7 @@ int main(int argc, char **argv)
 			}
 		}
 	}
+	dtor_threads();
 	printf("t-threads: %d ring threads x %d blocks, %d waves of %d exiting threads: ok\n",
 	       nthreads, RING_OPS, WAVES, WAVE_THREADS);
 	return 0;
