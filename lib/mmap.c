@@ -197,6 +197,17 @@ void *mm_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 		return kernel_mmap(addr, len, prot, flags, fd, off);
 	}
 	if (!servable(len, prot, flags)) return outside_mmap(addr, len, prot, flags, fd, off);
+	if (addr && !overlaps_range(align_down((uintptr_t)addr, OS_PAGE), len)) {
+		/* A hint outside the range asks for a place: a JIT's code within a branch's reach of
+		 * its binary (LuaJIT probes hint after hint and turns its compiler off when none is
+		 * honoured). That place when it is free, from the kernel; else the range serves it. */
+		void *want = (void *)align_down((uintptr_t)addr, OS_PAGE);
+		void *p = os_mmap(want, len, prot, flags | MAP_FIXED_NOREPLACE, fd, off);
+		if (!os_failed(p)) {
+			if (p == want) return p;
+			os_munmap(p, len);                 /* a kernel that took the flag for a hint */
+		}
+	}
 	size_t np = align_up(len, PAGE_SIZE) >> PAGE_SHIFT;
 	page_t *h = len <= G.size ? region_alloc(np, PK_MMAP, RUN_ZERO) : NULL;
 	if (!h) {

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "contig.h"
@@ -178,6 +179,23 @@ static void calls(void)
 	CHECK(r != MAP_FAILED && !in(r, 1), "shared anonymous mapping with a hint in the range: %p", r);
 	munmap(r, 65536);
 	close(fd);
+
+	/* A private anonymous mapping with a free hint outside the range gets that place (JITs
+	 * such as LuaJIT need their code within 2 GiB of their binary); one with a taken hint, or
+	 * none, comes from the range. The hint: 1 GiB below this program, checked free first. */
+	char *near = (char *)(((uintptr_t)&collisions_now & ~(uintptr_t)0xffff) - ((size_t)1 << 30));
+	long fr = syscall(SYS_mmap, near, 65536, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (fr == (long)near) {
+		syscall(SYS_munmap, near, 65536);
+		r = mmap(near, 65536, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		CHECK(r == near, "mmap with a free hint %p outside the range: %p", (void *)near, r);
+		((char *)r)[65535] = 1;
+		r = mmap(near, 65536, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		CHECK(r != MAP_FAILED && in(r, 65536), "mmap with a taken hint outside the range: %p, not in the range", r);
+		munmap(r, 65536);
+		munmap(near, 65536);
+	} else
+		printf("t-mmap: %p is taken here; hint case skipped\n", (void *)near);
 
 	/* MAP_FIXED over free range pages: honoured; no block there until unmapped. */
 	size_t flen = (size_t)4 << 20;
