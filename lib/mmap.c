@@ -47,6 +47,17 @@ static void *kernel_mmap(void *addr, size_t len, int prot, int flags, int fd, of
 	return p;
 }
 
+/* kernel_mmap for a mapping the program asks the kernel for: when RLIMIT_AS refuses it, the
+ * reservation the heap has not used gives way (auto mode) and the kernel is asked again. */
+static void *kernel_mmap_room(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	void *p = os_mmap(addr, len, prot, flags, fd, off);
+	if (os_failed(p) && os_err(p) == ENOMEM && range_yield_reservation(len))
+		p = os_mmap(addr, len, prot, flags, fd, off);
+	if (os_failed(p)) return fail(os_err(p));
+	return p;
+}
+
 static int kernel_ret(int r)
 {
 	if (r < 0) { errno = -r; return -1; }
@@ -78,7 +89,7 @@ static void refuse_line(const char *call, uintptr_t a, size_t len, const char *w
 static void *outside_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
 	if (addr && overlaps_range((uintptr_t)addr, len)) addr = NULL;
-	void *p = kernel_mmap(addr, len, prot, flags, fd, off);
+	void *p = kernel_mmap_room(addr, len, prot, flags, fd, off);
 	if (p != MAP_FAILED && overlaps_range((uintptr_t)p, len)) {
 		/* the kernel chose a place in the range (lazy mode leaves it unmapped): go above it */
 		os_munmap(p, len);
@@ -194,7 +205,7 @@ void *mm_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 	if (flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) {
 		if (((uintptr_t)addr & (OS_PAGE - 1))) return fail(EINVAL);
 		if (overlaps_range((uintptr_t)addr, len)) return fixed_mmap(addr, len, prot, flags, fd, off);
-		return kernel_mmap(addr, len, prot, flags, fd, off);
+		return kernel_mmap_room(addr, len, prot, flags, fd, off);
 	}
 	if (!servable(len, prot, flags)) return outside_mmap(addr, len, prot, flags, fd, off);
 	if (addr && !overlaps_range(align_down((uintptr_t)addr, OS_PAGE), len)) {
@@ -202,11 +213,13 @@ void *mm_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 		 * its binary (LuaJIT probes hint after hint and turns its compiler off when none is
 		 * honoured). That place when it is free, from the kernel; else the range serves it. */
 		void *want = (void *)align_down((uintptr_t)addr, OS_PAGE);
-		void *p = os_mmap(want, len, prot, flags | MAP_FIXED_NOREPLACE, fd, off);
-		if (!os_failed(p)) {
+		int e = errno;
+		void *p = kernel_mmap_room(want, len, prot, flags | MAP_FIXED_NOREPLACE, fd, off);
+		if (p != MAP_FAILED) {
 			if (p == want) return p;
 			os_munmap(p, len);                 /* a kernel that took the flag for a hint */
 		}
+		errno = e;
 	}
 	size_t np = align_up(len, PAGE_SIZE) >> PAGE_SHIFT;
 	page_t *h = len <= G.size ? region_alloc(np, PK_MMAP, RUN_ZERO) : NULL;

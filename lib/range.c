@@ -342,12 +342,49 @@ int range_grow(size_t n, range_usable_fn add)
 	}
 	return R.frontier > f ? 0 : -1;
 }
+/* RLIMIT_AS refused a mapping of len bytes the program asked the kernel for (a runtime
+ * reserving its own heap, say), which it would have got without us. In auto mode, give back the
+ * top of the reservation the heap has not reached (len and half as much again, at least 64 MiB),
+ * so that the address space is the program's; the heap grows lazily past the new end. Whether
+ * anything was given back (then the caller tries again). */
+bool range_yield_reservation(size_t len)
+{
+	if (R.mode != MODE_AUTO) return false;
+	size_t want = (align_up(len, PAGE_SIZE) >> PAGE_SHIFT) * 3 / 2 + 1;
+	if (want < ((size_t)64 << 20) >> PAGE_SHIFT) want = ((size_t)64 << 20) >> PAGE_SHIFT;
+	range_lock();
+	size_t end = R.reserved_end, lo = end;
+	while (lo > R.frontier && end - lo < want && P(lo - 1)->kind == PK_UNUSED) lo--;
+	if (lo < end) {
+		os_munmap((void *)page_addr(lo), (end - lo) << PAGE_SHIFT);
+		R.reserved_end = lo;
+		R.reserved_bytes = lo << PAGE_SHIFT;
+	}
+	range_unlock();
+	if (lo < end && G.cfg.verbose) {
+		char buf[200];
+		fmtbuf_t b;
+		fmt_init(&b, buf, sizeof buf);
+		fmt_str(&b, "auto: RLIMIT_AS refused a mapping of ");
+		fmt_size(&b, len);
+		fmt_str(&b, " outside the heap; gave back ");
+		fmt_size(&b, (end - lo) << PAGE_SHIFT);
+		fmt_str(&b, " of the reservation (now ");
+		fmt_size(&b, lo << PAGE_SHIFT);
+		fmt_str(&b, "), growing lazily beyond");
+		log_line(buf);
+	}
+	return lo < end;
+}
+
 /* ---- start ---- */
 static size_t auto_headroom(uint64_t rl)
 {
 	/* Room left under RLIMIT_AS for what the heap does not own: thread stacks, libraries, file
-	 * mappings, the kernel's own mmaps. A quarter of the limit, at least 256 MiB. */
-	size_t h = (size_t)(rl / 4);
+	 * mappings, the kernel's own mmaps, runtimes reserving their own heaps (SBCL's 1 GiB goes
+	 * through libc's internal mmap, where range_yield_reservation cannot see it). Half the
+	 * limit, at least 256 MiB: the heap grows lazily past its reservation anyway. */
+	size_t h = (size_t)(rl / 2);
 	return h < ((size_t)256 << 20) ? ((size_t)256 << 20) : h;
 }
 

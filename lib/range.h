@@ -48,6 +48,9 @@ HIDDEN void range_open(size_t a, size_t b);
 HIDDEN void range_count_collision(uintptr_t addr, size_t len, contig_route_t route);
 HIDDEN void range_notify_collisions(void);
 HIDDEN void range_set_collision_callback(contig_collision_fn fn, void *arg);
+/* Auto mode: give back unused reservation after RLIMIT_AS refused the program a mapping of len
+ * bytes outside the heap; whether anything was given back. Takes the lock. */
+HIDDEN bool range_yield_reservation(size_t len);
 /* Whether addr (in the range, on a page never made usable) lies in a foreign mapping: looks in
  * /proc/self/maps, records it. Takes the lock. */
 HIDDEN bool range_foreign_at(uintptr_t addr);

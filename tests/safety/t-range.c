@@ -1,14 +1,32 @@
 /* t-range.c - an allocation workload (about 200 MiB in total, blocks of 16 B to 4 MiB, some kept
  * live, some freed, reallocs) whose every block must lie inside the range of the environment and
- * keep its contents. Run under `ulimit -v` and in each CONTIG_MODE by ulimit.sh. */
+ * keep its contents. Run under `ulimit -v` and in each CONTIG_MODE by ulimit.sh. With
+ * "reserve MiB", a large PROT_NONE reservation of the program's own comes first. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include "testutil.h"
 
 #define KEEP 512
 
-int main(void)
+/* "reserve MiB": first reserve MiB of address space PROT_NONE as a runtime does for its own heap
+ * (Java, SBCL), then the workload: under `ulimit -v`, auto mode must give that space up. */
+static int reserve_first(const char *mib)
+{
+	size_t len = (size_t)atol(mib) << 20;
+	void *r = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	CHECK(r != MAP_FAILED, "reserving %zu MiB of address space failed: %s", len >> 20, strerror(errno));
+	void *w = mmap((char *)r + len / 2, (size_t)1 << 20, PROT_READ | PROT_WRITE,
+	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	CHECK(w != MAP_FAILED, "committing 1 MiB inside the reservation failed: %s", strerror(errno));
+	memset(w, 1, (size_t)1 << 20);
+	printf("t-range: reserved %zu MiB at %p\n", len >> 20, r);
+	return 0;
+}
+
+int main(int argc, char **argv)
 {
 	static void *keep[KEEP];
 	static size_t keep_len[KEEP];
@@ -16,6 +34,7 @@ int main(void)
 	size_t total = 0, live = 0, i;
 
 	tu_init();
+	if (argc > 2 && strcmp(argv[1], "reserve") == 0) reserve_first(argv[2]);
 	while (total < ((size_t)200 << 20)) {
 		uint64_t r = tu_rand(&rng);
 		size_t len;

@@ -1,7 +1,8 @@
 #!/bin/sh
 # ulimit.sh - SPEC "ulimit -v": under an RLIMIT_AS of 1 GiB, far below the default 64G range,
 # python3 and a C program start, run an allocation workload and keep their heap (python's object
-# ids, every C block) inside the range; CONTIG_VERBOSE=1 says auto reserved part of it. The same
+# ids, every C block) inside the range; CONTIG_VERBOSE=1 says auto reserved part of it; a program
+# that reserves 640 MiB of its own first gets it (auto gives unused reservation back). The same
 # in CONTIG_MODE=lazy with no limit (nothing reserved) and CONTIG_MODE=reserve (all reserved).
 . "${TESTS_SRCDIR:-$(dirname "$0")/..}/safety/common.sh"
 
@@ -43,6 +44,14 @@ expect_rc "ulimit -v 1048576: C workload" 0 && cat "$TMPD/out"
 grep -q '^libcontig: range 0xf800000000-0x10800000000; auto: .*reserving part' "$TMPD/err" ||
 	{ bad "ulimit -v 1048576: CONTIG_VERBOSE=1 does not say auto reserved part of the range"; show; }
 grep '^libcontig: range' "$TMPD/err"
+
+# A runtime that reserves address space of its own (Java's heap and class space, SBCL's dynamic
+# space) runs under the same limit without the library: auto mode gives up reservation it has
+# not used when RLIMIT_AS refuses the program, and says so.
+under_ulimit 1048576 CONTIG_VERBOSE=1 "$t" reserve 640
+expect_rc "ulimit -v 1048576: a 640 MiB reservation of the program's own, then the workload" 0 && cat "$TMPD/out"
+grep -q '^libcontig: auto: RLIMIT_AS refused a mapping of 640.0 MiB outside the heap; gave back ' "$TMPD/err" ||
+	{ bad "ulimit -v 1048576: no line saying auto gave reservation back"; show; }
 
 if [ $have_python = 1 ]; then
 	under_ulimit 1048576 python3 -c "$pyprog" $base $end
