@@ -605,8 +605,8 @@ static uint64_t thread_ran(int tid)
 /* Threads that were not stopped (they block the signal, the program handles it, or they did not
  * answer in time) keep running: a scan while one of them allocates reads descriptors it is
  * rewriting, and could report a block it holds. Such a thread is let be only while it does not
- * run: its run time is taken before the scan (mark), and compared after it. Returns how many
- * ran (or are gone) since their mark; 0 also when there are none. */
+ * run: its run time is taken before the scan (mark), and compared after it. Marking returns
+ * how many there are; comparing, how many ran (or are gone) since their mark. */
 static int loose_threads(bool mark)
 {
 	int ran = 0;
@@ -614,8 +614,11 @@ static int loose_threads(bool mark)
 		int st = atomic_load(&slots[i].state);
 		if (st != 0 && st != 3) continue;
 		uint64_t t = thread_ran(atomic_load(&slots[i].tid));
-		if (mark) slots[i].ran = t;
-		else if (t == UINT64_MAX || t != slots[i].ran) ran++;
+		if (mark) {
+			slots[i].ran = t;
+			ran++;                  /* marking counts them all */
+		} else if (t == UINT64_MAX || t != slots[i].ran)
+			ran++;
 	}
 	return ran;
 }
@@ -1067,7 +1070,7 @@ static NOINLINE void run_check(uintptr_t sp, const volatile uintptr_t *regs, siz
 	 * 100 ms to get there), and still so after the scan */
 	int busy = 1;
 	for (int tries = 0; tries < 50 && busy; tries++) {
-		loose_threads(true);
+		if (!loose_threads(true)) { busy = 0; break; }   /* every other thread is stopped */
 		struct timespec pause = { 0, 2000000 };
 		nanosleep(&pause, NULL);
 		busy = loose_threads(false);
