@@ -231,6 +231,15 @@ void *alloc_calloc(size_t n, size_t m)
 }
 
 /* ---- free ---- */
+/* Whether p, on page pg of the range, lies in memory that is not the heap's: a foreign mapping
+ * (one not found yet, on a page never made usable, is looked for in /proc/self/maps) or a
+ * caller's MAP_FIXED pages. free ignores such a pointer, realloc fails. */
+static bool not_heap(const page_t *pg, const void *p)
+{
+	if (pg->kind == PK_FOREIGN || pg->kind == PK_MMAP_FIXED) return true;
+	return pg->kind == PK_UNUSED && range_foreign_at((uintptr_t)p);
+}
+
 static NOINLINE void free_slow(page_t *pg, void *p, const char *func)
 {
 	switch (pg->kind) {
@@ -243,14 +252,8 @@ static NOINLINE void free_slow(page_t *pg, void *p, const char *func)
 		if ((uintptr_t)p != page_addr(page_idx(pg))) break;
 		region_free(pg);
 		return;
-	case PK_FOREIGN:
-	case PK_MMAP_FIXED:
-		free_outside(p, func);
-		return;
-	case PK_UNUSED:                 /* a foreign mapping not found yet? */
-		if (range_foreign_at((uintptr_t)p)) { free_outside(p, func); return; }
-		break;
 	default:
+		if (not_heap(pg, p)) { free_outside(p, func); return; }
 		break;
 	}
 	fatal_pointer(func, p);
@@ -272,8 +275,7 @@ static size_t live_size(void *p, page_t **headp, const char *func)
 	}
 	if (h->kind == PK_LARGE && (uintptr_t)p == page_addr(page_idx(h)))
 		return h->usable;
-	if (h->kind == PK_FOREIGN || h->kind == PK_MMAP_FIXED) return 0;
-	if (h->kind == PK_UNUSED && range_foreign_at((uintptr_t)p)) return 0;
+	if (not_heap(h, p)) return 0;
 	fatal_pointer(func, p);
 }
 

@@ -473,23 +473,32 @@ static bool have_tid(int tid)
 	return false;
 }
 
+/* /proc/self/task/TID/<file> into buf (NUL-terminated); its length, or 0 when unreadable. */
+static long task_file(int tid, const char *file, char *buf, size_t cap)
+{
+	char path[64];
+	fmtbuf_t b;
+	fmt_init(&b, path, sizeof path);
+	fmt_str(&b, "/proc/self/task/");
+	fmt_dec(&b, (uint64_t)tid);
+	fmt_char(&b, '/');
+	fmt_str(&b, file);
+	int fd = os_open_read(path);
+	if (fd < 0) return 0;
+	long n = os_read(fd, buf, cap - 1);
+	os_close(fd);
+	if (n <= 0) return 0;
+	buf[n] = 0;
+	return n;
+}
+
 /* Signal every thread of /proc/self/task not signalled yet; returns how many were new. */
 /* Whether thread tid blocks sig (SigBlk in /proc/self/task/TID/status): it would never answer,
  * and waiting for it would only delay the exit. */
 static bool signal_blocked(int tid, int sig)
 {
-	char path[64], buf[2048];
-	fmtbuf_t b;
-	fmt_init(&b, path, sizeof path);
-	fmt_str(&b, "/proc/self/task/");
-	fmt_dec(&b, (uint64_t)tid);
-	fmt_str(&b, "/status");
-	int fd = os_open_read(path);
-	if (fd < 0) return false;
-	long n = os_read(fd, buf, sizeof buf - 1);
-	os_close(fd);
-	if (n <= 0) return false;
-	buf[n] = 0;
+	char buf[2048];
+	if (!task_file(tid, "status", buf, sizeof buf)) return false;
 	const char *p = strstr(buf, "SigBlk:");
 	if (!p) return false;
 	p += 7;
@@ -567,25 +576,6 @@ static void stop_threads(void)
 			nanosleep(&ts, NULL);
 		}
 	}
-}
-
-/* /proc/self/task/TID/<file> into buf (NUL-terminated); its length, or 0 when unreadable. */
-static long task_file(int tid, const char *file, char *buf, size_t cap)
-{
-	char path[64];
-	fmtbuf_t b;
-	fmt_init(&b, path, sizeof path);
-	fmt_str(&b, "/proc/self/task/");
-	fmt_dec(&b, (uint64_t)tid);
-	fmt_char(&b, '/');
-	fmt_str(&b, file);
-	int fd = os_open_read(path);
-	if (fd < 0) return 0;
-	long n = os_read(fd, buf, cap - 1);
-	os_close(fd);
-	if (n <= 0) return 0;
-	buf[n] = 0;
-	return n;
 }
 
 /* How far thread tid has run: its run time in ns (schedstat, which advances at scheduler ticks
