@@ -335,13 +335,6 @@ static heap_t *heap_create(void)
 	return h;
 }
 
-heap_t *heap_get(void)
-{
-	heap_t *h = heap_tls;
-	if (unlikely(h == &heap_none)) return heap_create();
-	return h;
-}
-
 /* Called once from initialisation: thread exit hands the heap back through this key. */
 void heap_init_key(void)
 {

@@ -32,7 +32,6 @@ typedef struct heap {
 	struct heap *next_abandoned;    /* the abandoned list */
 } heap_t;
 
-HIDDEN heap_t *heap_get(void);
 HIDDEN void *heap_alloc_small(size_t n);
 HIDDEN void *heap_alloc_class(unsigned cls);
 HIDDEN void heap_free_small(page_t *pg, void *p, const char *func);

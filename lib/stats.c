@@ -8,6 +8,7 @@
 #include "fmt.h"
 #include "os.h"
 #include "maps.h"
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -91,7 +92,7 @@ static void out_flush(out_t *o)
 	if (o->n && o->fd >= 0) {
 		long r = os_write(o->fd, o->buf, o->n);
 		if (r < 0 && !o->err) o->err = r;
-		else if (r >= 0 && (size_t)r < o->n && !o->err) o->err = -28;   /* short: ENOSPC */
+		else if (r >= 0 && (size_t)r < o->n && !o->err) o->err = -ENOSPC;   /* a short write */
 	}
 	o->n = 0;
 }
