@@ -1,19 +1,12 @@
-/* leak.c - leak checking (CONTIG_LEAKS): the allocation stack of every block, the conservative
- * reachability scan (at exit and on contig_leak_check()), suppressions and the report.
- *
- * Note for stack.c (from the leak side): stack_capture() is called from the allocation slow
- * paths of every block while CONTIG_LEAKS is set, with no library lock held; stack_frames(),
- * stack_symbolize() and stack_format() only after the scan, with the other threads running
- * again. Please take every table you keep from meta_alloc() (or call leak_note_meta() on any
- * mapping you make yourself): memory the library made for itself must be excluded from the roots,
- * and meta_alloc() registers its chunks here. An id of 0 is reported with no frames.
- * (Status: what stack.c has now works for this; nothing else is needed. FINDINGS 02:12, the
- * free-list link left in a handed-out block: fixed by leak_note_new(); corpus 21/21 here.
- * Known and left: a dead thread's stack that glibc keeps cached for reuse is scanned whole, so
- * a pointer it left there can hide a leak; the corpus has no such case.) */
+/* leak.c - leak checking (CONTIG_LEAKS): the conservative reachability scan from the roots (at
+ * exit and on contig_leak_check()), direct and indirect leaks, suppressions and the report. The
+ * allocation stacks are stack.c's, each block's record leak_records.c's, and stopping the other
+ * threads for the scan stop.c's. Known and left: a dead thread's stack that glibc keeps cached
+ * for reuse is scanned whole, so a pointer it left there can hide a leak. */
 #include "leak.h"
 #include "leak_records.h"
 #include "stack.h"
+#include "stop.h"
 #include "heap.h"
 #include "range.h"
 #include "init.h"
@@ -25,34 +18,13 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
-#include <ucontext.h>
 #include <unistd.h>
-#include <linux/futex.h>
-#include <sys/syscall.h>
-
-#define SC(nr, a, b, c, d, e, f) os_syscall6((nr), (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), (long)(f))
-
-
 
 /* ---- check-time state (one check at a time: check_lock) ---- */
 #define MSTACK_CAP  ((size_t)1 << 22)   /* mark stack entries (32 MiB, touched as used) */
-#define MAX_THREADS 4096
-#define NREGS       40
 #define GROUP_SLOTS 16384u
 #define GROUPS_SHOWN 100
 #define TIME_CAP_MS 30000               /* a scan that takes longer is abandoned */
-#define ANSWER_MS   2000                /* how long a runnable thread has to park itself (a loaded
-                                           machine may not run it for a while) */
-
-typedef struct tslot {
-	_Atomic(int) tid;
-	_Atomic(int) state;                 /* 0 signalled, 1 parked (sp, regs valid), 2 left the handler
-	                                       (or gone), 3 blocks the signal: not stopped */
-	uintptr_t sp;                       /* stack pointer where it was interrupted; 0 unknown */
-	uint64_t ran;                       /* not stopped: its run time (ns) before the scan */
-	uintptr_t regs[NREGS];              /* its general registers there: roots */
-} tslot_t;
 
 typedef struct group {
 	uint32_t stack;                     /* allocation stack id */
@@ -66,8 +38,6 @@ static pthread_mutex_t check_lock = PTHREAD_MUTEX_INITIALIZER;
 static uintptr_t *mstack;
 static size_t msp;
 static int moverflow;
-static tslot_t *slots;
-static _Atomic(int) nslots;
 static group_t *groups;
 static size_t ngroups;
 static uintptr_t scan_end;              /* G.base + frontier bytes: nothing live beyond */
@@ -431,206 +401,14 @@ static void mark_remote_frees(void)
 	}
 }
 
-/* ---- stopping the other threads ---- */
-static _Atomic(int) parking;            /* futex word: 1 while signalled threads must stay parked */
-static int park_sig;
-static int park_installed;
-
-static void park_handler(int sig, siginfo_t *si, void *ucv)
-{
-	(void)sig; (void)si;
-	if (!atomic_load(&parking)) return;
-	int tid = (int)os_gettid();
-	tslot_t *s = NULL;
-	for (int i = 1; i < atomic_load(&nslots); i++)
-		if (atomic_load(&slots[i].tid) == tid) { s = &slots[i]; break; }
-	if (!s || atomic_load(&s->state) != 0) return;
-	ucontext_t *uc = ucv;
-#if defined(__x86_64__)
-	_Static_assert(NGREG <= NREGS, "registers fit");
-	for (int r = 0; r < NGREG; r++) s->regs[r] = (uintptr_t)uc->uc_mcontext.gregs[r];
-	s->sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
-#elif defined(__aarch64__)
-	for (int r = 0; r < 31 && r < NREGS; r++) s->regs[r] = (uintptr_t)uc->uc_mcontext.regs[r];
-	s->sp = (uintptr_t)uc->uc_mcontext.sp;
-#else
-	(void)uc;
-	s->sp = 0;                          /* unknown: its whole stack mapping is scanned */
-#endif
-	atomic_store(&s->state, 1);
-	uint64_t t0 = os_now_ms();
-	while (atomic_load(&parking) && os_now_ms() - t0 < (uint64_t)2 * TIME_CAP_MS) {
-		struct timespec ts = { 1, 0 };
-		SC(SYS_futex, &parking, FUTEX_WAIT_PRIVATE, 1, &ts, 0, 0);
-	}
-	atomic_store(&s->state, 2);
-}
-
-static bool have_tid(int tid)
-{
-	for (int i = 0; i < atomic_load(&nslots); i++)
-		if (atomic_load(&slots[i].tid) == tid) return true;
-	return false;
-}
-
-/* /proc/self/task/TID/<file> into buf (NUL-terminated); its length, or 0 when unreadable. */
-static long task_file(int tid, const char *file, char *buf, size_t cap)
-{
-	char path[64];
-	fmtbuf_t b;
-	fmt_init(&b, path, sizeof path);
-	fmt_str(&b, "/proc/self/task/");
-	fmt_dec(&b, (uint64_t)tid);
-	fmt_char(&b, '/');
-	fmt_str(&b, file);
-	int fd = os_open_read(path);
-	if (fd < 0) return 0;
-	long n = os_read(fd, buf, cap - 1);
-	os_close(fd);
-	if (n <= 0) return 0;
-	buf[n] = 0;
-	return n;
-}
-
-/* Signal every thread of /proc/self/task not signalled yet; returns how many were new. */
-/* Whether thread tid blocks sig (SigBlk in /proc/self/task/TID/status): it would never answer,
- * and waiting for it would only delay the exit. */
-static bool signal_blocked(int tid, int sig)
-{
-	char buf[2048];
-	if (!task_file(tid, "status", buf, sizeof buf)) return false;
-	const char *p = strstr(buf, "SigBlk:");
-	if (!p) return false;
-	p += 7;
-	while (*p == ' ' || *p == '\t') p++;
-	uint64_t mask = 0;
-	for (; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); p++)
-		mask = mask << 4 | (uint64_t)(*p <= '9' ? *p - '0' : *p - 'a' + 10);
-	return (mask >> (sig - 1)) & 1;
-}
-
-static int signal_new_threads(int self, int pid, bool send)
-{
-	char buf[4096];
-	int fd = os_open_read("/proc/self/task");
-	int fresh = 0;
-	if (fd < 0) return 0;
-	for (;;) {
-		long n = SC(SYS_getdents64, fd, buf, sizeof buf, 0, 0, 0);
-		if (n <= 0) break;
-		for (long off = 0; off < n;) {
-			const char *ent = buf + off;
-			unsigned short reclen;
-			memcpy(&reclen, ent + 16, sizeof reclen);
-			const char *name = ent + 19;
-			off += reclen;
-			int tid = 0;
-			for (const char *c = name; *c >= '0' && *c <= '9'; c++) tid = tid * 10 + (*c - '0');
-			if (tid <= 0 || tid == self || have_tid(tid)) continue;
-			int k = atomic_load(&nslots);
-			if (k >= MAX_THREADS) continue;          /* not stopped: its stack is scanned whole */
-			memset(&slots[k], 0, sizeof slots[k]);
-			atomic_store(&slots[k].tid, tid);
-			atomic_store(&nslots, k + 1);
-			if (!send || signal_blocked(tid, park_sig)) atomic_store(&slots[k].state, 3);   /* cannot answer */
-			else if (SC(SYS_tgkill, pid, tid, park_sig, 0, 0, 0) == 0) fresh++;
-			else atomic_store(&slots[k].state, 2);  /* gone already */
-		}
-	}
-	os_close(fd);
-	return fresh;
-}
-
-static void stop_threads(void)
-{
-	int self = (int)os_gettid(), pid = (int)getpid();
-	park_sig = SIGRTMAX - 3;
-	struct sigaction sa, old;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_sigaction = park_handler;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
-	sigfillset(&sa.sa_mask);
-	if (!park_installed) {
-		sigaction(park_sig, &sa, &old);
-		/* A program's own handler would get our signal: then we do not stop threads. Once ours is
-		 * installed it stays (it returns at once outside a check), so a late signal is harmless. */
-		if (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN) {
-			sigaction(park_sig, &old, NULL);
-			park_installed = -1;
-		} else
-			park_installed = 1;
-	}
-	if (park_installed < 0) {
-		signal_new_threads(self, pid, false);   /* listed, none stopped */
-		return;
-	}
-	atomic_store(&parking, 1);
-	for (int round = 0; round < 4 && signal_new_threads(self, pid, true) > 0; round++) {
-		uint64_t t0 = os_now_ms();
-		for (;;) {
-			int waiting = 0;
-			for (int i = 1; i < atomic_load(&nslots); i++)
-				if (atomic_load(&slots[i].state) == 0) waiting++;
-			if (!waiting || os_now_ms() - t0 > ANSWER_MS) break;
-			struct timespec ts = { 0, 1000000 };
-			nanosleep(&ts, NULL);
-		}
-	}
-}
-
-/* How far thread tid has run: its run time in ns (schedstat, which advances at scheduler ticks
- * only), or UINT64_MAX while it is running or runnable (state R in stat) or gone. */
-static uint64_t thread_ran(int tid)
-{
-	char buf[512];
-	if (!task_file(tid, "stat", buf, sizeof buf)) return UINT64_MAX;
-	const char *st = strrchr(buf, ')');       /* the name may hold anything, but not after ')' */
-	if (!st || st[1] != ' ' || st[2] == 'R' || st[2] == 0) return UINT64_MAX;
-	if (!task_file(tid, "schedstat", buf, sizeof buf) || buf[0] < '0' || buf[0] > '9') return UINT64_MAX;
-	uint64_t v = 0;
-	for (const char *c = buf; *c >= '0' && *c <= '9'; c++) v = v * 10 + (uint64_t)(*c - '0');
-	return v;
-}
-
-/* Threads that were not stopped (they block the signal, the program handles it, or they did not
- * answer in time) keep running: a scan while one of them allocates reads descriptors it is
- * rewriting, and could report a block it holds. Such a thread is let be only while it does not
- * run: its run time is taken before the scan (mark), and compared after it. Marking returns
- * how many there are; comparing, how many ran (or are gone) since their mark. */
-static int loose_threads(bool mark)
-{
-	int ran = 0;
-	for (int i = 1; i < atomic_load(&nslots); i++) {
-		int st = atomic_load(&slots[i].state);
-		if (st != 0 && st != 3) continue;
-		uint64_t t = thread_ran(atomic_load(&slots[i].tid));
-		if (mark) {
-			slots[i].ran = t;
-			ran++;                  /* marking counts them all */
-		} else if (t == UINT64_MAX || t != slots[i].ran)
-			ran++;
-	}
-	return ran;
-}
-
-static void resume_threads(void)
-{
-	atomic_store(&parking, 0);
-	SC(SYS_futex, &parking, FUTEX_WAKE_PRIVATE, 0x7fffffff, 0, 0, 0);
-	/* let the parked ones leave the handler before the slots are reused */
-	uint64_t t0 = os_now_ms();
-	for (int i = 1; i < atomic_load(&nslots); i++)
-		while (atomic_load(&slots[i].state) == 1 && os_now_ms() - t0 < 1000) sched_yield();
-}
-
 /* ---- roots ---- */
 /* [lo, hi), less everything below a parked thread's stack pointer when one lies inside. */
 static void scan_root(uintptr_t lo, uintptr_t hi)
 {
-	for (int i = 0; i < atomic_load(&nslots); i++) {
-		const tslot_t *s = &slots[i];
-		if ((i == 0 || atomic_load(&s->state) == 1) && s->sp >= lo && s->sp < hi) {
-			uintptr_t from = s->sp > 128 ? s->sp - 128 : 0;   /* the x86-64 red zone is live */
+	for (int i = 0; i < stop_threads_n(); i++) {
+		const stop_thread_t *t = stop_thread(i);
+		if (t && t->sp >= lo && t->sp < hi) {
+			uintptr_t from = t->sp > 128 ? t->sp - 128 : 0;   /* the x86-64 red zone is live */
 			if (from > lo) lo = from;
 		}
 	}
@@ -1025,10 +803,9 @@ static void loose_report(void)
 static int prepare(void)
 {
 	if (!mstack) mstack = meta_alloc(MSTACK_CAP * sizeof *mstack);
-	if (!slots) slots = meta_alloc(MAX_THREADS * sizeof *slots);
 	if (!groups) groups = meta_alloc(GROUP_SLOTS * sizeof *groups);
 	if (!SX) SX = meta_alloc(sizeof *SX);
-	if (!mstack || !slots || !groups || !SX || !leak_dir_make() || map_reserve() != 0) return -1;
+	if (!mstack || !groups || !SX || !leak_dir_make() || map_reserve() != 0) return -1;
 	memset(groups, 0, GROUP_SLOTS * sizeof *groups);
 	ngroups = 0;
 	msp = 0;
@@ -1050,24 +827,10 @@ static NOINLINE void run_check(uintptr_t sp, const volatile uintptr_t *regs, siz
 		return;
 	}
 	t_start = os_now_ms();
-	memset(&slots[0], 0, sizeof slots[0]);
-	atomic_store(&slots[0].tid, (int)os_gettid());
-	slots[0].sp = sp;
-	for (int r = 0; r < 12; r++) slots[0].regs[r] = regs[r];
-	atomic_store(&nslots, 1);
-	stop_threads();
-	/* threads not stopped must be idle: quiet for 2 ms (a thread just going to sleep gets up to
-	 * 100 ms to get there), and still so after the scan */
-	int busy = 1;
-	for (int tries = 0; tries < 50 && busy; tries++) {
-		if (!loose_threads(true)) { busy = 0; break; }   /* every other thread is stopped */
-		struct timespec pause = { 0, 2000000 };
-		nanosleep(&pause, NULL);
-		busy = loose_threads(false);
-	}
-	if (busy) {
-		resume_threads();
-		loose_report();
+	stop_result_t st = stop_world(sp, regs, 12);
+	if (st != STOP_QUIET) {
+		if (st == STOP_NOMEM) log_line("leak check: no memory for its tables; skipped");
+		else loose_report();
 		return;
 	}
 	/* The heap's extent once the other threads are stopped: read before, it would miss the pages
@@ -1080,9 +843,10 @@ static NOINLINE void run_check(uintptr_t sp, const volatile uintptr_t *regs, siz
 	clear_marks();
 	mark_remote_frees();
 	scan_mode = SCAN_MARK;
-	for (int s = 0; s < atomic_load(&nslots); s++)
-		if (s == 0 || atomic_load(&slots[s].state) == 1)
-			scan_region((uintptr_t)slots[s].regs, (uintptr_t)(slots[s].regs + NREGS));
+	for (int i = 0; i < stop_threads_n(); i++) {
+		const stop_thread_t *t = stop_thread(i);
+		if (t) scan_region((uintptr_t)t->regs, (uintptr_t)(t->regs + STOP_NREGS));
+	}
 	drain();
 	maps_scan(0, UINTPTR_MAX, root_cb, NULL);
 	while (moverflow && !timed_out) {
@@ -1094,9 +858,7 @@ static NOINLINE void run_check(uintptr_t sp, const volatile uintptr_t *regs, siz
 	for_each_block(indirect_cb);
 	for_each_block(collect_cb);
 	guard_remove();
-	int loose = loose_threads(false);
-	resume_threads();
-	if (loose) {
+	if (!stop_resume()) {
 		loose_report();
 		return;
 	}
