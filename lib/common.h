@@ -68,11 +68,11 @@ typedef struct block {
 
 /* What a freeing thread that does not own a block writes into its second word: the owner's free
  * on a PAGE_REMOTE run reads it from the line it is writing anyway, and only when it matches looks
- * at the freed bitmap other threads write. Not a canonical address nor a small number: a program's
- * own data matches it only by a rare accident, which costs one look at the bitmap, never a wrong
- * answer. */
-#define REMOTE_TAG_KEY ((uintptr_t)0xa5c3e1d2b4f69781ull)
-static inline uintptr_t remote_tag(const void *b) { return (uintptr_t)b ^ REMOTE_TAG_KEY; }
+ * at the freed bitmap other threads write. The key is drawn at start (G.tag_key): a program cannot
+ * forge a tag with a use-after-free write it computes. Not a canonical address nor a small
+ * number: a program's own data matches it only by a rare accident, which costs one look at the
+ * bitmap, never a wrong answer. */
+#define remote_tag(b) ((uintptr_t)(b) ^ G.tag_key)
 struct heap;
 
 typedef struct page {
@@ -171,6 +171,7 @@ typedef struct contig_global {
 	config_t cfg;
 	_Atomic(int) state;             /* 0 uninit, 1 initialising, 2 ready */
 	int slow_only;                  /* leak tracking: every small malloc records its size */
+	uintptr_t tag_key;              /* remote_tag()'s key, random, fixed at init */
 } contig_global_t;
 
 extern HIDDEN contig_global_t G;

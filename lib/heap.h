@@ -105,7 +105,10 @@ HIDDEN void *heap_corrupt(const void *b) __attribute__((returns_nonnull));
 /* Hand out b, the head of pg's free list (off its offset in the run), after checking it: a
  * use-after-free or overflow write into a free block's link must never make malloc return a
  * block that is misaligned, outside the run's carved blocks, or live. b is checked before its
- * own link is read, so a bad link is never followed either. The block's index is its live bit. */
+ * own link is read, so a bad link is never followed either. The block's index is its live bit.
+ * Its second word is cleared (the line is in cache: its first word was just read): a tag another
+ * thread left there by a free that raced the owner's own free of b cannot survive b being handed
+ * out again, and the collect of that free, which checks the tag, catches the double free. */
 static inline void *page_take(page_t *pg, block_t *b, uintptr_t off)
 {
 	uint64_t bit = block_index(pg, off);
@@ -117,6 +120,7 @@ static inline void *page_take(page_t *pg, block_t *b, uintptr_t off)
 		return heap_corrupt(b);
 	__atomic_store_n(w, v, __ATOMIC_RELAXED);
 	pg->free = b->next;
+	b->tag = 0;
 	pg->used++;
 	return b;
 }

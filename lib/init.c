@@ -9,12 +9,24 @@
 #include "fmt.h"
 #include <errno.h>
 #include <sched.h>
+#include <sys/auxv.h>
 #include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 extern char **environ;
+
+/* remote_tag()'s key: from the 16 random bytes the kernel gives every process (AT_RANDOM), with
+ * the top two bits 10, so that no tag is a canonical address. */
+static uintptr_t tag_key(void)
+{
+	uint64_t k[2] = { 0x6a09e667f3bcc909ull, 0xbb67ae8584caa73bull };
+	const void *r = (const void *)getauxval(AT_RANDOM);
+	if (r) memcpy(k, r, sizeof k);
+	uint64_t v = (k[0] ^ (k[1] << 1)) * 0x9e3779b97f4a7c15ull;
+	return (uintptr_t)((v & ~(3ull << 62)) | (1ull << 63));
+}
 
 void contig_init_slow(void)
 {
@@ -27,6 +39,7 @@ void contig_init_slow(void)
 	config_defaults(&G.cfg);
 	config_parse(&G.cfg, environ);
 	G.slow_only = G.cfg.leaks != LEAKS_OFF;
+	G.tag_key = tag_key();
 	if (G.cfg.leaks != LEAKS_OFF || (G.cfg.stats != STATS_OFF && !G.cfg.stats_file[0]))
 		report_fd_save();                   /* exit reports survive a closed stderr */
 	G.base = G.cfg.base;

@@ -8,11 +8,13 @@
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* Through a volatile pointer, so that the compiler does not see (and warn about) the misuse. */
@@ -63,9 +65,67 @@ static void free_remote_then_owner(int wipe)
 	announce(q);
 	if (wipe) memset(q, 0x5a, 40);
 	free_p(q);
+	if (wipe == 2) {
+		/* and another use-after-free write puts back what the other thread's free wrote
+		 * there, as a program that knew the library's key would compute it (the key of
+		 * before it was drawn at start) */
+		uintptr_t tag = (uintptr_t)q ^ (uintptr_t)0xa5c3e1d2b4f69781ull;
+		memcpy((char *)q + sizeof(void *), &tag, sizeof tag);
+	}
 	void *first = malloc(40);
 	for (int i = 0; i < 100000; i++)
 		if (malloc(40) == first) { printf("live block %p handed out twice\n", first); break; }
+}
+
+/* The owner and another thread free one block at the same moment, once in each of n forked
+ * children: either free may abort (a double free), but if both get through, the block must
+ * never reach two mallocs. Prints how many children saw that; exit 0 when none did. */
+static void *volatile race_block;
+static atomic_int race_go;
+
+static void *race_free(void *arg)
+{
+	(void)arg;
+	while (!atomic_load_explicit(&race_go, memory_order_acquire)) {}
+	free_p(race_block);
+	return NULL;
+}
+
+static int race_child(unsigned jitter)
+{
+	void *warm = malloc(40);             /* the owner's run exists */
+	race_block = malloc(40);
+	pthread_t t;
+	if (!warm || !race_block || pthread_create(&t, NULL, race_free, NULL) != 0) return 3;
+	usleep(1000);
+	atomic_store_explicit(&race_go, 1, memory_order_release);
+	for (volatile unsigned i = 0; i < jitter % 8; i++) {}
+	free_p(race_block);
+	pthread_join(t, NULL);
+	void *first = malloc(40);
+	for (int i = 0; i < 5000; i++)
+		if (malloc(40) == first) return 42;
+	return 0;
+}
+
+static int double_free_race(int n)
+{
+	int twice = 0;
+	for (int i = 0; i < n; i++) {
+		pid_t pid = fork();
+		CHECK(pid >= 0, "fork failed");
+		if (pid == 0) {
+			int fd = open("/dev/null", O_WRONLY);
+			if (fd >= 0) dup2(fd, 2);    /* the abort messages */
+			_exit(race_child((unsigned)i));
+		}
+		int st;
+		CHECK(waitpid(pid, &st, 0) == pid, "waitpid failed");
+		if (WIFEXITED(st) && WEXITSTATUS(st) == 42) twice++;
+	}
+	printf("double-free-race: %d of %d children got one block from two mallocs\n", twice, n);
+	if (twice) printf("live block handed out twice\n");
+	return twice ? 1 : 0;
 }
 
 /* Point the link of a freed 48-byte block at target, then malloc until the library takes the
@@ -197,6 +257,10 @@ int main(int argc, char **argv)
 		free_remote_then_owner(0);
 	} else if (strcmp(c, "double-free-remote-wiped-then-owner") == 0) {
 		free_remote_then_owner(1);
+	} else if (strcmp(c, "double-free-remote-wiped-restored") == 0) {
+		free_remote_then_owner(2);
+	} else if (strcmp(c, "double-free-race") == 0) {
+		return double_free_race(argc > 2 ? atoi(argv[2]) : 300);
 	} else if (strcmp(c, "realloc-remote-freed") == 0) {
 		pthread_t t;
 		q = alloc(40);
