@@ -56,8 +56,9 @@ EXPORT void contig_set_collision_callback(contig_collision_fn fn, void *arg)
 EXPORT int contig_leak_check(size_t *bytes, size_t *blocks)
 {
 	contig_ensure_init();
-	if (leak_check(0, bytes, blocks) != 0) {
-		errno = ENOTSUP;
+	int r = leak_check(0, bytes, blocks);
+	if (r != 0) {
+		errno = r == -1 ? ENOTSUP : EAGAIN;
 		return -1;
 	}
 	return 0;

@@ -80,7 +80,9 @@ void contig_set_collision_callback(contig_collision_fn fn, void *arg);
  * exits from here): stores the bytes the callers asked for and the number of leaked allocations,
  * after suppressions, in *bytes and *blocks (either may be NULL) and returns 0. Every call reports
  * every leak found then, including ones an earlier call reported. Without CONTIG_LEAKS set no
- * allocation stacks are kept: returns -1 with errno ENOTSUP and both counts 0. */
+ * allocation stacks are kept: returns -1 with errno ENOTSUP and both counts 0. When the check had
+ * to be skipped (a thread it could not stop ran during it, /proc could not be read; a line on
+ * stderr says which): -1 with errno EAGAIN, both counts 0. */
 int contig_leak_check(size_t *bytes, size_t *blocks);
 /* "0.1.0" */
 const char *contig_version(void);

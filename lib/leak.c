@@ -819,19 +819,32 @@ static void rescan_cb(const blk_t *b)
 	if (blk_reached(b)) scan_block_at(b->start);
 }
 
-static NOINLINE void run_check(uintptr_t sp, const volatile uintptr_t *regs, size_t *bytes, size_t *blocks)
+/* The check; 0 when it counted, -1 when it was skipped (one line says why). */
+static NOINLINE int run_check(uintptr_t sp, const volatile uintptr_t *regs, size_t *bytes, size_t *blocks)
 {
 	*bytes = *blocks = 0;
 	if (prepare() != 0) {
 		log_line("leak check: no memory for its tables; skipped");
-		return;
+		return -1;
 	}
+	/* Without the maps there are no roots, and every block would look leaked (a chroot without
+	 * /proc, no /proc mounted, or every descriptor in use). */
+	int fd = os_open_read("/proc/self/maps");
+	if (fd < 0) {
+		log_line("leak check: skipped: /proc/self/maps cannot be read (no /proc, or no free file "
+		         "descriptor); no leaks counted");
+		return -1;
+	}
+	os_close(fd);
 	t_start = os_now_ms();
 	stop_result_t st = stop_world(sp, regs, 12);
 	if (st != STOP_QUIET) {
 		if (st == STOP_NOMEM) log_line("leak check: no memory for its tables; skipped");
+		else if (st == STOP_NOTASKS)
+			log_line("leak check: skipped: the threads cannot be listed (/proc/self/task cannot be "
+			         "read, or there are more than the check can stop); no leaks counted");
 		else loose_report();
-		return;
+		return -1;
 	}
 	/* The heap's extent once the other threads are stopped: read before, it would miss the pages
 	 * they grew into meanwhile, whose blocks may be all that reaches older ones (a new block at
@@ -848,7 +861,7 @@ static NOINLINE void run_check(uintptr_t sp, const volatile uintptr_t *regs, siz
 		if (t) scan_region((uintptr_t)t->regs, (uintptr_t)(t->regs + STOP_NREGS));
 	}
 	drain();
-	maps_scan(0, UINTPTR_MAX, root_cb, NULL);
+	bool no_maps = maps_scan(0, UINTPTR_MAX, root_cb, NULL) < 0;
 	while (moverflow && !timed_out) {
 		moverflow = 0;
 		for_each_block(rescan_cb);
@@ -860,13 +873,18 @@ static NOINLINE void run_check(uintptr_t sp, const volatile uintptr_t *regs, siz
 	guard_remove();
 	if (!stop_resume()) {
 		loose_report();
-		return;
+		return -1;
+	}
+	if (no_maps) {
+		log_line("leak check: skipped: /proc/self/maps cannot be read; no leaks counted");
+		return -1;
 	}
 	if (timed_out) {
 		log_line("leak check: abandoned after 30 s (the heap is too large to scan); no leaks counted");
-		return;
+		return -1;
 	}
 	report(bytes, blocks);
+	return 0;
 }
 
 int leak_check(int at_exit, size_t *bytes, size_t *blocks)
@@ -883,14 +901,27 @@ int leak_check(int at_exit, size_t *bytes, size_t *blocks)
 	static _Atomic(int) forkable;
 	if (!atomic_exchange(&forkable, 1))
 		pthread_atfork(NULL, NULL, check_lock_renew);   /* a fork during a check: the child's lock */
+	/* A report into a pipe whose reader has gone must not kill the program with SIGPIPE (141
+	 * instead of its own status or 23): blocked while the check writes, and one it raised is
+	 * taken back. */
+	sigset_t pipe_set, old_mask, pending;
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old_mask);
+	bool pipe_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
 	pthread_mutex_lock(&check_lock);
-	run_check((uintptr_t)regs, regs, &lb, &ln);
+	int done = run_check((uintptr_t)regs, regs, &lb, &ln);
 	pthread_mutex_unlock(&check_lock);
+	if (!pipe_pending && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
+		const struct timespec now = { 0, 0 };
+		(void)sigtimedwait(&pipe_set, NULL, &now);
+	}
+	pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
 	if (bytes) *bytes = lb;
 	if (blocks) *blocks = ln;
 	if (at_exit && ln && G.cfg.leaks == LEAKS_ERROR) {
 		(void)fflush(NULL);             /* the program's own output first; nothing to do if it fails */
 		_exit(23);
 	}
-	return 0;
+	return done == 0 ? 0 : -2;
 }

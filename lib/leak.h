@@ -11,7 +11,8 @@
 /* Scan, report on stderr, and store the leaked bytes and allocations (after suppressions) in
  * *bytes and *blocks (either may be NULL). at_exit: the final check, which under
  * CONTIG_LEAKS=error ends the process with status 23 when a leak remains.
- * Returns 0, or -1 when leaks are not tracked (CONTIG_LEAKS unset; both counts 0). */
+ * Returns 0; -1 when leaks are not tracked (CONTIG_LEAKS unset; both counts 0); -2 when the check
+ * was skipped (a line on stderr says why; both counts 0). */
 __attribute__((visibility("hidden"))) int leak_check(int at_exit, size_t *bytes, size_t *blocks);
 
 /* ---- the parts the unit tests drive on synthetic memory ---- */

@@ -298,6 +298,9 @@ static void free_locked(page_t *h)
 }
 void region_free(page_t *h)
 {
+	/* A large block's caller holds nothing but h now: asked 0 first, so that a leak check that
+	 * stops it at the lock below takes the block for one going away, not for a leak. */
+	if (h->kind == PK_LARGE) __atomic_store_n(&h->asked, 0, __ATOMIC_RELAXED);
 	range_lock();
 	bool start;
 	free_locked(h);

@@ -5,6 +5,7 @@
 #include "range.h"
 #include "fmt.h"
 #include "os.h"
+#include <errno.h>
 #include <signal.h>
 #include <string.h>
 #include <time.h>
@@ -15,7 +16,7 @@
 
 #define SC(nr, a, b, c, d, e, f) os_syscall6((nr), (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), (long)(f))
 
-#define MAX_THREADS 4096                /* more are not stopped: their stacks are scanned whole */
+#define MAX_THREADS 16384               /* with more, the check is skipped */
 #define ANSWER_MS   2000                /* how long a runnable thread has to park itself (a loaded
                                            machine may not run it for a while) */
 #define IDLE_MS     500                 /* how long a thread not stopped has to be found idle */
@@ -77,7 +78,8 @@ static bool have_tid(int tid)
 	return false;
 }
 
-/* /proc/self/task/TID/<file> into buf (NUL-terminated); its length, or 0 when unreadable. */
+/* /proc/self/task/TID/<file> into buf (NUL-terminated); its length, 0 when unreadable, -1 when
+ * the thread is gone. */
 static long task_file(int tid, const char *file, char *buf, size_t cap)
 {
 	char path[64];
@@ -88,6 +90,7 @@ static long task_file(int tid, const char *file, char *buf, size_t cap)
 	fmt_char(&b, '/');
 	fmt_str(&b, file);
 	int fd = os_open_read(path);
+	if (fd == -ENOENT || fd == -ESRCH) return -1;
 	if (fd < 0) return 0;
 	long n = os_read(fd, buf, cap - 1);
 	os_close(fd);
@@ -101,7 +104,7 @@ static long task_file(int tid, const char *file, char *buf, size_t cap)
 static bool signal_blocked(int tid, int sig)
 {
 	char buf[2048];
-	if (!task_file(tid, "status", buf, sizeof buf)) return false;
+	if (task_file(tid, "status", buf, sizeof buf) <= 0) return false;
 	const char *p = strstr(buf, "SigBlk:");
 	if (!p) return false;
 	p += 7;
@@ -113,13 +116,13 @@ static bool signal_blocked(int tid, int sig)
 }
 
 /* Lists every thread of /proc/self/task not listed yet and, when send, signals it; returns how
- * many were signalled. */
+ * many were signalled, or -1 when the threads cannot all be listed. */
 static int signal_new_threads(int self, int pid, bool send)
 {
 	char buf[4096];
 	int fd = os_open_read("/proc/self/task");
 	int fresh = 0;
-	if (fd < 0) return 0;
+	if (fd < 0) return -1;
 	for (;;) {
 		long n = SC(SYS_getdents64, fd, buf, sizeof buf, 0, 0, 0);
 		if (n <= 0) break;
@@ -133,7 +136,7 @@ static int signal_new_threads(int self, int pid, bool send)
 			for (const char *c = name; *c >= '0' && *c <= '9'; c++) tid = tid * 10 + (*c - '0');
 			if (tid <= 0 || tid == self || have_tid(tid)) continue;
 			int k = atomic_load(&nslots);
-			if (k >= MAX_THREADS) continue;
+			if (k >= MAX_THREADS) { fresh = -1; continue; }   /* neither stopped nor watched */
 			memset(&slots[k], 0, sizeof slots[k]);
 			atomic_store(&slots[k].tid, tid);
 			atomic_store(&nslots, k + 1);
@@ -149,6 +152,29 @@ static int signal_new_threads(int self, int pid, bool send)
 	}
 	os_close(fd);
 	return fresh;
+}
+
+static bool tasks_unlisted;             /* signal_new_threads failed: nothing can be trusted */
+
+/* How far thread tid has run: its run time in ns (schedstat, which advances at scheduler ticks
+ * only); UINT64_MAX while it is running or runnable (state R in stat) or cannot be read; GONE
+ * once it has exited (it can run no more code of the program's). */
+#define GONE (UINT64_MAX - 1)
+static uint64_t thread_ran(int tid)
+{
+	char buf[512];
+	long n = task_file(tid, "stat", buf, sizeof buf);
+	if (n < 0) return GONE;
+	if (n == 0) return UINT64_MAX;
+	const char *st = strrchr(buf, ')');       /* the name may hold anything, but not after ')' */
+	if (st && st[1] == ' ' && (st[2] == 'Z' || st[2] == 'X')) return GONE;
+	if (!st || st[1] != ' ' || st[2] == 'R' || st[2] == 0) return UINT64_MAX;
+	n = task_file(tid, "schedstat", buf, sizeof buf);
+	if (n < 0) return GONE;
+	if (n == 0 || buf[0] < '0' || buf[0] > '9') return UINT64_MAX;
+	uint64_t v = 0;
+	for (const char *c = buf; *c >= '0' && *c <= '9'; c++) v = v * 10 + (uint64_t)(*c - '0');
+	return v;
 }
 
 static void signal_all(void)
@@ -171,36 +197,34 @@ static void signal_all(void)
 			park_installed = 1;
 	}
 	if (park_installed < 0) {
-		signal_new_threads(self, pid, false);   /* listed, none stopped */
+		tasks_unlisted = signal_new_threads(self, pid, false) < 0;   /* listed, none stopped */
 		return;
 	}
 	atomic_store(&parking, 1);
 	/* threads started meanwhile are caught by the next round */
-	for (int round = 0; round < 4 && signal_new_threads(self, pid, true) > 0; round++) {
+	for (int round = 0; round < 4; round++) {
+		int fresh = signal_new_threads(self, pid, true);
+		if (fresh < 0) tasks_unlisted = true;
+		if (fresh <= 0) break;
 		uint64_t t0 = os_now_ms();
-		for (;;) {
+		for (int spin = 1;; spin++) {
 			int waiting = 0;
-			for (int i = 1; i < atomic_load(&nslots); i++)
-				if (atomic_load(&slots[i].state) == SIGNALLED) waiting++;
+			for (int i = 1; i < atomic_load(&nslots); i++) {
+				if (atomic_load(&slots[i].state) != SIGNALLED) continue;
+				/* one that exited meanwhile (a thread ending as the program exits) never
+				 * answers: every 10 ms, look whether it is gone rather than wait 2 s */
+				if (spin % 10 == 0 && thread_ran(atomic_load(&slots[i].tid)) == GONE) {
+					int sig = SIGNALLED;
+					atomic_compare_exchange_strong(&slots[i].state, &sig, LEFT);
+					continue;
+				}
+				waiting++;
+			}
 			if (!waiting || os_now_ms() - t0 > ANSWER_MS) break;
 			struct timespec ts = { 0, 1000000 };
 			nanosleep(&ts, NULL);
 		}
 	}
-}
-
-/* How far thread tid has run: its run time in ns (schedstat, which advances at scheduler ticks
- * only), or UINT64_MAX while it is running or runnable (state R in stat) or gone. */
-static uint64_t thread_ran(int tid)
-{
-	char buf[512];
-	if (!task_file(tid, "stat", buf, sizeof buf)) return UINT64_MAX;
-	const char *st = strrchr(buf, ')');       /* the name may hold anything, but not after ')' */
-	if (!st || st[1] != ' ' || st[2] == 'R' || st[2] == 0) return UINT64_MAX;
-	if (!task_file(tid, "schedstat", buf, sizeof buf) || buf[0] < '0' || buf[0] > '9') return UINT64_MAX;
-	uint64_t v = 0;
-	for (const char *c = buf; *c >= '0' && *c <= '9'; c++) v = v * 10 + (uint64_t)(*c - '0');
-	return v;
 }
 
 /* Threads that were not stopped (they block the signal, the program handles it, or they did not
@@ -218,10 +242,15 @@ static int loose_threads(bool mark)
 			s->watched = st == SIGNALLED || st == LOOSE;
 			if (!s->watched) continue;
 			s->ran = thread_ran(atomic_load(&s->tid));
-			ran++;                  /* marking counts them all */
+			if (s->ran == GONE) {   /* exited: stopped for good */
+				s->watched = false;
+				atomic_store(&s->state, LEFT);
+				continue;
+			}
+			ran++;                  /* marking counts the rest */
 		} else if (s->watched) {
 			uint64_t t = st == PARKED ? UINT64_MAX : thread_ran(atomic_load(&s->tid));
-			if (t == UINT64_MAX || t != s->ran) ran++;
+			if (t != GONE && (t == UINT64_MAX || t != s->ran)) ran++;
 		}
 	}
 	return ran;
@@ -245,7 +274,12 @@ stop_result_t stop_world(uintptr_t sp, const volatile uintptr_t *regs, int nregs
 	slots[0].t.sp = sp;
 	for (int r = 0; r < nregs && r < STOP_NREGS; r++) slots[0].t.regs[r] = regs[r];
 	atomic_store(&nslots, 1);
+	tasks_unlisted = false;
 	signal_all();
+	if (tasks_unlisted) {
+		release_parked();
+		return STOP_NOTASKS;
+	}
 	/* threads not stopped must be idle: quiet for 2 ms; up to IDLE_MS for one just going to sleep
 	 * to get there, or for one that blocked the signal for a moment to unblock it and park */
 	uint64_t t0 = os_now_ms();

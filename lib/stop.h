@@ -17,6 +17,8 @@ typedef enum {
 	STOP_RUNNING,                       /* a thread that cannot be stopped is running: nothing is
 	                                       stopped any more */
 	STOP_NOMEM,                         /* no memory for the thread table: nothing stopped */
+	STOP_NOTASKS,                       /* /proc/self/task unreadable, or more threads than the
+	                                       table holds: nothing stopped */
 } stop_result_t;
 
 /* Stops every other thread of the process. The caller is thread 0, with its stack pointer sp and

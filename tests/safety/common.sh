@@ -1,12 +1,12 @@
 # common.sh - helpers for the address-space-safety and memory-control tests; sourced, not run.
 # The test environment (tests/Makefile.am, AM_TESTS_ENVIRONMENT) sets LIBCONTIG, TESTS_SRCDIR and
-# TESTS_BUILDDIR; by hand they default to an out-of-tree build in /tmp/sb. Exit statuses follow
-# automake: 0 pass, 1 fail, 77 skip. CONTIG_TEST_NO_PRELOAD=1 runs the programs without the
-# library, to see each test fail under glibc.
+# TESTS_BUILDDIR; by hand they default to the build scripts/setup makes (build/ in the source
+# tree). Exit statuses follow automake: 0 pass, 1 fail, 77 skip. CONTIG_TEST_NO_PRELOAD=1 runs
+# the programs without the library, to see each test fail under glibc.
 
 : "${TESTS_SRCDIR:=$(cd "$(dirname "$0")/.." && pwd)}"
-: "${TESTS_BUILDDIR:=/tmp/sb/tests}"
-: "${LIBCONTIG:=/tmp/sb/preload/.libs/libcontig.so}"
+: "${TESTS_BUILDDIR:=$TESTS_SRCDIR/../build/tests}"
+: "${LIBCONTIG:=$TESTS_SRCDIR/../build/preload/.libs/libcontig.so}"
 : "${CONTIG_TEST_TIMEOUT:=120}"
 
 # The tests set what they need; nothing from the caller's environment leaks in.

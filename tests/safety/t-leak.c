@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 void *volatile holder;                 /* volatile: the compiler may not drop the stores */
@@ -110,6 +112,37 @@ static void *run_busy(void *arg)
 	return NULL;
 }
 
+static void *run_short(void *arg)
+{
+	void *p = malloc(1000);
+	memset(p, 1, 1000);
+	free(p);
+	return arg;
+}
+
+/* Swap blocks, one in five of 200-300 KB (page runs), through shared slots without pause: every
+ * block is in a slot or in a thread's hands, never leaked. */
+static void *volatile swap_slot[64];
+
+static void *run_swap(void *arg)
+{
+	unsigned r = (unsigned)(uintptr_t)arg * 77u + 1u;
+	for (;;) {
+		r = r * 1103515245u + 12345u;
+		unsigned i = (r >> 8) % 64;
+		size_t n = (r >> 16) % 5 ? (r >> 20) % 300 : 200000 + (r >> 12) % 100000;
+		void *p = malloc(n);
+		free(__atomic_exchange_n(&swap_slot[i], p, __ATOMIC_ACQ_REL));
+	}
+	return NULL;
+}
+
+static void *run_ender(void *arg)
+{
+	usleep((useconds_t)(uintptr_t)arg);
+	exit(3);
+}
+
 static void *run_exiter(void *arg)
 {
 	(void)arg;
@@ -125,6 +158,10 @@ int main(int argc, char **argv)
 	const char *mode = argc > 1 ? argv[1] : "clean";
 	int status = argc > 2 ? atoi(argv[2]) : 0;
 	if (strcmp(mode, "direct") == 0) at_depth(make_direct);
+	else if (strcmp(mode, "direct-late") == 0) {    /* the reader of a pipe has time to go */
+		at_depth(make_direct);
+		usleep(300000);
+	}
 	else if (strcmp(mode, "indirect") == 0) at_depth(make_indirect);
 	else if (strcmp(mode, "suppress") == 0) { at_depth(make_direct); at_depth(suppressed_leaker); }
 	else if (strcmp(mode, "global") == 0) {
@@ -141,6 +178,33 @@ int main(int argc, char **argv)
 		for (int i = 0; i < 4; i++)
 			if (pthread_create(&t, NULL, run_busy, (void *)(uintptr_t)(i + 1)) != 0) return 99;
 		usleep(100000);
+	} else if (strcmp(mode, "largeswap") == 0) {
+		/* a thread calls exit(3) after STATUS microseconds while the others swap blocks: one
+		 * stopped inside the free of a page run holds no pointer to it any more */
+		pthread_t t;
+		for (uintptr_t i = 1; i < 4; i++)
+			if (pthread_create(&t, NULL, run_swap, (void *)i) != 0) return 99;
+		if (pthread_create(&t, NULL, run_ender, (void *)(uintptr_t)status) != 0) return 99;
+		run_swap(NULL);
+	} else if (strcmp(mode, "detached") == 0) {
+		/* a leak, then detached threads that end as main returns: some are gone, or going,
+		 * while the check lists and signals them */
+		at_depth(make_direct);
+		pthread_attr_t at;
+		pthread_attr_init(&at);
+		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+		for (int i = 0; i < 8; i++) {
+			pthread_t t;
+			if (pthread_create(&t, &at, run_short, NULL) != 0) return 99;
+		}
+	} else if (strcmp(mode, "nofd") == 0) {
+		/* blocks held by a global, and every file descriptor in use at exit: the check cannot
+		 * read /proc/self/maps, and must say so rather than call the blocks leaked */
+		kept = malloc(100);
+		memset(kept, 5, 100);
+		struct rlimit rl = { 64, 64 };
+		setrlimit(RLIMIT_NOFILE, &rl);
+		while (open("/dev/null", O_RDONLY) >= 0) {}
 	} else if (strcmp(mode, "exiter") == 0) {
 		pthread_t t;
 		void *volatile local = malloc(80);
