@@ -659,7 +659,7 @@ static void out_fmt(out_t *o, const fmtbuf_t *b) { out_line(o, b->start, fmt_len
 
 static void print_group(out_t *o, const group_t *g)
 {
-	char line[600];
+	char line[1200];                    /* a frame: its function, file and module in full */
 	fmtbuf_t b;
 	out_line(o, "", 0);
 	fmt_init(&b, line, sizeof line);

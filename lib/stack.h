@@ -46,7 +46,7 @@ __attribute__((visibility("hidden"))) void stack_symbolizer_stop(void);
 
 /* One symbolised frame. Strings are NUL-terminated; empty when unknown. */
 typedef struct stack_sym {
-	char func[128];                 /* function name (demangled where possible) */
+	char func[512];                 /* function name (demangled where possible; C++ template names run long) */
 	char file[256];                 /* source file, when the module has debug info */
 	unsigned line;                  /* 0 when unknown */
 	char module[256];               /* path of the loaded object holding pc */
