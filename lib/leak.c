@@ -402,10 +402,13 @@ static void mark_remote_frees(void)
 }
 
 /* ---- roots ---- */
-/* [lo, hi), less everything below a parked thread's stack pointer when one lies inside. */
+static bool may_be_stack;               /* the mapping being scanned may be a thread's stack */
+
+/* [lo, hi), less everything below a parked thread's stack pointer when one lies inside and the
+ * mapping may be a stack. */
 static void scan_root(uintptr_t lo, uintptr_t hi)
 {
-	for (int i = 0; i < stop_threads_n(); i++) {
+	for (int i = 0; may_be_stack && i < stop_threads_n(); i++) {
 		const stop_thread_t *t = stop_thread(i);
 		if (t && t->sp >= lo && t->sp < hi) {
 			uintptr_t from = t->sp > 128 ? t->sp - 128 : 0;   /* the x86-64 red zone is live */
@@ -469,13 +472,22 @@ static bool is_root_mapping(const maps_entry_t *m)
 	                              strncmp(m->path, "/memfd:", 7) == 0 || strncmp(m->path, "/SYSV", 5) == 0);
 }
 
+static uintptr_t file_end;              /* end of the last file-backed mapping root_cb was shown */
+
 static int root_cb(const maps_entry_t *m, void *arg)
 {
 	(void)arg;
+	bool after_file = m->lo == file_end;
+	file_end = !m->anon && m->path[0] == '/' ? m->hi : 0;
 	if (!is_root_mapping(m)) return 0;
+	/* A stack is [stack] or anonymous memory, but not an object's bss (anonymous, right after
+	 * the object's file-backed data): a stack pointer inside a static array there (a thread
+	 * stack or a signal stack the program made of one) must not hide the globals below it. */
+	may_be_stack = strcmp(m->path, "[stack]") == 0 || (m->anon && !m->path[0] && !after_file);
 	uintptr_t lo = m->lo, hi = m->hi, rlo = G.base, rhi = G.base + G.size;
 	if (lo < rlo) scan_outside(lo, hi < rlo ? hi : rlo);
 	if (hi > rhi) scan_outside(lo > rhi ? lo : rhi, hi);
+	may_be_stack = true;                /* the range: served mappings hold threads' stacks */
 	if (lo < rhi && hi > rlo) scan_inside(lo > rlo ? lo : rlo, hi < rhi ? hi : rhi);
 	drain();
 	check_time();
@@ -861,6 +873,7 @@ static NOINLINE int run_check(uintptr_t sp, const volatile uintptr_t *regs, size
 		if (t) scan_region((uintptr_t)t->regs, (uintptr_t)(t->regs + STOP_NREGS));
 	}
 	drain();
+	file_end = 0;
 	bool no_maps = maps_scan(0, UINTPTR_MAX, root_cb, NULL) < 0;
 	while (moverflow && !timed_out) {
 		moverflow = 0;

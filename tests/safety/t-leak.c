@@ -143,6 +143,20 @@ static void *run_ender(void *arg)
 	exit(3);
 }
 
+/* Globals, and below them in the same bss a thread's stack the program made of a static array:
+ * the thread's stack pointer lies in the bss, above the globals, which stay roots. */
+static struct {
+	void *volatile keep[16];
+	char stack[1 << 17] __attribute__((aligned(4096)));
+} static_area;
+
+static void *run_on_static_stack(void *arg)
+{
+	*(volatile int *)arg = 1;
+	for (;;) pause();
+	return NULL;
+}
+
 static void *run_exiter(void *arg)
 {
 	(void)arg;
@@ -186,6 +200,15 @@ int main(int argc, char **argv)
 			if (pthread_create(&t, NULL, run_swap, (void *)i) != 0) return 99;
 		if (pthread_create(&t, NULL, run_ender, (void *)(uintptr_t)status) != 0) return 99;
 		run_swap(NULL);
+	} else if (strcmp(mode, "setstack") == 0) {
+		for (int i = 0; i < 16; i++) static_area.keep[i] = malloc(100 + (size_t)i);
+		pthread_attr_t at;
+		pthread_t t;
+		volatile int ready = 0;
+		pthread_attr_init(&at);
+		pthread_attr_setstack(&at, static_area.stack, sizeof static_area.stack);
+		if (pthread_create(&t, &at, run_on_static_stack, (void *)&ready) != 0) return 99;
+		while (!ready) usleep(1000);
 	} else if (strcmp(mode, "detached") == 0) {
 		/* a leak, then detached threads that end as main returns: some are gone, or going,
 		 * while the check lists and signals them */
