@@ -631,6 +631,7 @@ int leak_pattern_match(const char *pat, const char *s)
 }
 
 static stack_sym_t syms[STACK_DEPTH_MAX];
+static stack_sym_t inl_sym;             /* an inlined caller, as a frame to print */
 
 /* The first pattern matching a frame of stack id (function, module or source file), or -1. */
 static int supp_match(uint32_t id)
@@ -641,10 +642,16 @@ static int supp_match(uint32_t id)
 	memset(syms, 0, sizeof syms);
 	if (stack_symbolize(pcs, n, syms) != 0) return -1;
 	for (int k = 0; k < nsupp; k++)
-		for (unsigned f = 0; f < n; f++)
-			if (leak_pattern_match(supp_pat[k], syms[f].func) || leak_pattern_match(supp_pat[k], syms[f].module) ||
-			    leak_pattern_match(supp_pat[k], syms[f].file))
+		for (unsigned f = 0; f < n; f++) {
+			const stack_sym_t *y = &syms[f];
+			if (leak_pattern_match(supp_pat[k], y->func) || leak_pattern_match(supp_pat[k], y->module) ||
+			    leak_pattern_match(supp_pat[k], y->file))
 				return k;
+			for (unsigned c = 0; c < y->ninl && c < STACK_INLINED; c++)   /* inlined callers too */
+				if (leak_pattern_match(supp_pat[k], y->inl[c].func) ||
+				    leak_pattern_match(supp_pat[k], y->inl[c].file))
+					return k;
+		}
 	return -1;
 }
 
@@ -686,10 +693,25 @@ static void print_group(out_t *o, const group_t *g)
 	if (!n || n > STACK_DEPTH_MAX) return;
 	memset(syms, 0, sizeof syms);
 	int ok = stack_symbolize(pcs, n, syms) == 0;
+	/* a frame whose code was inlined is followed by the callers it went into, as frames of their
+	 * own at the same address (as LeakSanitizer prints them) */
+	unsigned num = 0;
 	for (unsigned f = 0; f < n; f++) {
 		if (!ok) memset(&syms[f], 0, sizeof syms[f]);
-		size_t len = stack_format(line, sizeof line, f, pcs[f], &syms[f]);
+		size_t len = stack_format(line, sizeof line, num++, pcs[f], &syms[f]);
 		out_line(o, line, len < sizeof line ? len : sizeof line - 1);
+		for (unsigned c = 0; c < syms[f].ninl && c < STACK_INLINED; c++) {
+			_Static_assert(sizeof inl_sym.func >= sizeof syms[f].inl[c].func, "fits");
+			_Static_assert(sizeof inl_sym.file >= sizeof syms[f].inl[c].file, "fits");
+			memset(inl_sym.func, 0, sizeof inl_sym.func);
+			memcpy(inl_sym.func, syms[f].inl[c].func, sizeof syms[f].inl[c].func);
+			memcpy(inl_sym.file, syms[f].inl[c].file, sizeof syms[f].inl[c].file);
+			inl_sym.line = syms[f].inl[c].line;
+			memcpy(inl_sym.module, syms[f].module, sizeof inl_sym.module);
+			inl_sym.offset = syms[f].offset;
+			len = stack_format(line, sizeof line, num++, pcs[f], &inl_sym);
+			out_line(o, line, len < sizeof line ? len : sizeof line - 1);
+		}
 	}
 }
 

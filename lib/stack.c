@@ -457,7 +457,7 @@ static int find_addr2line(char *out, size_t n)
 	return sc(SYS_access, (long)out, X_OK, 0, 0) == 0 ? 0 : -1;
 }
 
-/* Start "addr2line -f -C -e MODULE" on a socket: a raw clone with no exit signal (the program's
+/* Start "addr2line -f -C -i -e MODULE" on a socket: a raw clone with no exit signal (the program's
  * SIGCHLD handler never sees it, no atfork handler runs), a clean environment (no LD_PRELOAD: the
  * child must not be checked itself), stderr to /dev/null. */
 static void symbolizer_start(symbolizer_t *s)
@@ -470,7 +470,7 @@ static void symbolizer_start(symbolizer_t *s)
 	long pid = sc(SYS_clone, 0, 0, 0, 0);
 	if (pid == 0) {
 		/* the child: raw system calls only, then exec */
-		char *argv[] = { tool, (char *)"-f", (char *)"-C", (char *)"-e", s->path, NULL };
+		char *argv[] = { tool, (char *)"-f", (char *)"-C", (char *)"-i", (char *)"-e", s->path, NULL };
 		char *envp[] = { (char *)"PATH=/usr/bin:/bin", (char *)"LC_ALL=C", NULL };
 		/* The program may have closed fds 0-2, so the socket or /dev/null can sit there: move
 		 * both above 2 first (dup2 onto itself would keep close-on-exec). */
@@ -563,20 +563,25 @@ static uint64_t now_ms(void)
 }
 
 /* Ask s for the k frames in idx[] (offsets in their module): writes and reads interleaved, so that
- * neither side blocks on a full socket; the whole batch is bounded by SYM_TIMEOUT_MS. */
+ * neither side blocks on a full socket; the whole batch is bounded by SYM_TIMEOUT_MS. With -i an
+ * address gets one answer, then one more per function it was inlined into: each address is
+ * followed by the address 0, whose one answer ("??") ends the list (an address's first answer is
+ * its own even when it is "??"). */
 static void symbolizer_ask(symbolizer_t *s, const uintptr_t *pcs, const size_t *idx, size_t k, stack_sym_t *out)
 {
 	static char wbuf[4096], rbuf[8192];
 	size_t sent = 0, wlen = 0, woff = 0, rlen = 0, answered = 0;
 	char first[sizeof out->func];
 	int have_first = 0;
+	unsigned pairs = 0;                 /* answers read for the current address */
 	uint64_t deadline = now_ms() + SYM_TIMEOUT_MS;
 	while (answered < k) {
 		if (woff == wlen && sent < k) {
 			wlen = woff = 0;
-			while (sent < k && wlen + 24 < sizeof wbuf) {
+			while (sent < k && wlen + 48 < sizeof wbuf) {
 				/* the call instruction, not the return address */
 				put_hex(wbuf, &wlen, out[idx[sent]].offset ? out[idx[sent]].offset - 1 : 0);
+				put_hex(wbuf, &wlen, 0);
 				sent++;
 			}
 		}
@@ -604,10 +609,25 @@ static void symbolizer_ask(symbolizer_t *s, const uintptr_t *pcs, const size_t *
 					char *disc = strstr(line, " (discriminator");
 					if (disc) *disc = 0;
 					stack_sym_t *o = &out[idx[answered]];
-					parse_answer(first, line, o);
-					if (s->stripped && !o->line && o->func[0] && !dynsym_holding(pcs[idx[answered]]))
-						o->func[0] = 0;
-					answered++;
+					if (pairs == 0) {
+						parse_answer(first, line, o);
+						if (s->stripped && !o->line && o->func[0] && !dynsym_holding(pcs[idx[answered]]))
+							o->func[0] = 0;
+						pairs = 1;
+					} else if (strcmp(first, "??") == 0 && strncmp(line, "??", 2) == 0) {
+						answered++;             /* address 0's answer: the list ended */
+						pairs = 0;
+					} else if (o->ninl < STACK_INLINED) {
+						stack_sym_t t;
+						memset(t.func, 0, sizeof t.func);
+						memset(t.file, 0, sizeof t.file);
+						t.line = 0;
+						parse_answer(first, line, &t);
+						stack_inl_t *c = &o->inl[o->ninl++];
+						copy_str(c->func, sizeof c->func, t.func);
+						copy_str(c->file, sizeof c->file, t.file);
+						c->line = t.line;
+					}
 					have_first = 0;
 				}
 				line = nl + 1;

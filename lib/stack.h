@@ -45,12 +45,22 @@ __attribute__((visibility("hidden"))) size_t stack_count(void);
 __attribute__((visibility("hidden"))) void stack_symbolizer_stop(void);
 
 /* One symbolised frame. Strings are NUL-terminated; empty when unknown. */
+#define STACK_INLINED 4u                /* inlined callers kept per frame */
+typedef struct stack_inl {
+	char func[256];                 /* a function the code at pc was inlined into */
+	char file[256];                 /* where it makes the inlined call */
+	unsigned line;
+} stack_inl_t;
+
 typedef struct stack_sym {
 	char func[512];                 /* function name (demangled where possible; C++ template names run long) */
 	char file[256];                 /* source file, when the module has debug info */
 	unsigned line;                  /* 0 when unknown */
 	char module[256];               /* path of the loaded object holding pc */
 	uintptr_t offset;               /* pc - module load base */
+	unsigned ninl;                  /* when func was inlined: the callers it went into, innermost
+	                                   first (the last is the function the code belongs to) */
+	stack_inl_t inl[STACK_INLINED];
 } stack_sym_t;
 
 /* Symbolise n program counters at once (batched: an external symboliser may be started once).
