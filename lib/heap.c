@@ -152,13 +152,22 @@ static void collect_remote(page_t *pg)
 	                                   thread may have no heap at all */
 }
 
-/* Carve up to one OS page worth of fresh blocks (at least one) into the free list. */
+/* Carve one OS page worth of fresh blocks into the free list; of larger blocks, up to EXTEND_MIN of
+ * them within EXTEND_BYTES (at least one): carving writes a link into each, which makes its page
+ * resident, and a class of 1-2 KiB blocks carved 2-4 at a time took the slow path every few
+ * mallocs (burst: 3% more instructions in all). */
+#define EXTEND_MIN   16u
+#define EXTEND_BYTES (4u * OS_PAGE)
 static void extend(page_t *pg)
 {
 	uint32_t total = class_blocks[pg->cls];
 	if (pg->capacity >= total) return;
 	uint32_t k = OS_PAGE / pg->block_size;
-	if (k == 0) k = 1;
+	if (k < EXTEND_MIN) {
+		k = EXTEND_BYTES / pg->block_size;
+		if (k > EXTEND_MIN) k = EXTEND_MIN;
+		if (k == 0) k = 1;
+	}
 	if (k > total - pg->capacity) k = total - pg->capacity;
 	uintptr_t start = page_start(pg) + (uintptr_t)pg->capacity * pg->block_size;
 	block_t *head = pg->free;
