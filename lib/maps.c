@@ -2,6 +2,7 @@
 #include "common.h"
 #include "os.h"
 #include "maps.h"
+#include <string.h>
 
 static int hexval(char c)
 {
@@ -123,4 +124,39 @@ size_t maps_peak_rss(void)
 		}
 	}
 	return 0;
+}
+
+/* The value after key in a /proc file's text ("MemTotal:   24587964 kB"), 0 when absent. */
+static uint64_t field_after(const char *text, const char *key)
+{
+	const char *p = strstr(text, key);
+	if (!p) return 0;
+	p += strlen(key);
+	while (*p == ' ' || *p == '\t' || *p == ':') p++;
+	uint64_t v = 0;
+	for (; *p >= '0' && *p <= '9'; p++) v = v * 10 + (uint64_t)(*p - '0');
+	return v;
+}
+
+size_t maps_overcommit_cap(void)
+{
+	static _Atomic(size_t) cap;             /* 0 not read yet */
+	size_t c = atomic_load_explicit(&cap, memory_order_relaxed);
+	if (c) return c;
+	c = SIZE_MAX;
+	char buf[2048];
+	int fd = os_open_read("/proc/sys/vm/overcommit_memory");
+	long n = fd >= 0 ? os_read(fd, buf, sizeof buf - 1) : -1;
+	if (fd >= 0) os_close(fd);
+	if (n > 0 && buf[0] == '0' && (fd = os_open_read("/proc/meminfo")) >= 0) {
+		n = os_read(fd, buf, sizeof buf - 1);
+		os_close(fd);
+		if (n > 0) {
+			buf[n] = 0;
+			uint64_t kb = field_after(buf, "MemTotal") + field_after(buf, "SwapTotal");
+			if (kb && kb < (uint64_t)SIZE_MAX / 1024) c = (size_t)kb * 1024;
+		}
+	}
+	atomic_store_explicit(&cap, c, memory_order_relaxed);
+	return c;
 }

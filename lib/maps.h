@@ -19,4 +19,8 @@ int maps_scan(uintptr_t lo, uintptr_t hi, maps_fn fn, void *arg);
 size_t maps_vm_size(void);
 size_t maps_peak_rss(void);
 size_t maps_rss(void);
+/* Under the kernel's heuristic overcommit (vm.overcommit_memory 0), the largest single request it
+ * grants: RAM plus swap (MemTotal + SwapTotal); SIZE_MAX in the other modes or when unreadable.
+ * Read once. Asking for more fails with ENOMEM there, as it does without the library. */
+size_t maps_overcommit_cap(void);
 #endif

@@ -221,6 +221,11 @@ void *mm_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 		}
 		errno = e;
 	}
+	/* a writable mapping the kernel would account for, larger than RAM and swap together: it
+	 * refuses that under heuristic overcommit, and the range's reserved pages would not */
+	if ((prot & PROT_WRITE) && !(flags & MAP_NORESERVE) && len > ((size_t)1 << 30) &&
+	    len > maps_overcommit_cap())
+		return fail(ENOMEM);
 	size_t np = align_up(len, PAGE_SIZE) >> PAGE_SHIFT;
 	page_t *h = len <= G.size ? region_alloc(np, PK_MMAP, RUN_ZERO) : NULL;
 	if (!h) {
@@ -365,6 +370,36 @@ static bool inside_one_block(uintptr_t a, size_t len)
 	return false;
 }
 
+/* Whether the caller has every 4 KiB page of [a, a+len) that lies in its served mappings and fixed
+ * pages mapped: inside a served mapping's extent and not in one of its holes, or among a fixed
+ * page's own pages. Pages it unmapped stay reserved here, where the kernel would fail mprotect
+ * and madvise over them with ENOMEM (and mprotect would make them usable again). */
+static bool caller_maps_all(uintptr_t a, size_t len)
+{
+	uintptr_t lo = a > G.base ? a : G.base, hi = a + len < G.base + G.size ? a + len : G.base + G.size;
+	lo = align_down(lo, OS_PAGE);
+	hi = align_up(hi, OS_PAGE);
+	while (lo < hi) {
+		page_t *pg = page_of((void *)lo);
+		uintptr_t pstart = align_down(lo, PAGE_SIZE), pend = pstart + PAGE_SIZE < hi ? pstart + PAGE_SIZE : hi;
+		if (pg->kind == PK_MMAP_FIXED) {
+			for (uintptr_t q = lo; q < pend; q += OS_PAGE)
+				if (!(pg->npages & (1u << ((q - pstart) / OS_PAGE)))) return false;
+		} else {
+			page_t *h = pg->kind == PK_CONT ? pg - pg->head_off : pg;
+			if (h->kind == PK_MMAP) {
+				uintptr_t start = page_addr(page_idx(h));
+				uintptr_t rend = start + ((uintptr_t)h->npages << PAGE_SHIFT);
+				if (rend > hi) rend = hi;
+				if (lo < start + h->map_lo || rend > start + h->map_hi || holes_any(h, lo, rend)) return false;
+				pend = rend;
+			}
+		}
+		lo = pend;
+	}
+	return true;
+}
+
 static int check_own(const char *call, uintptr_t a, size_t len, bool mark_prot, bool collide)
 {
 	size_t pa, pb;
@@ -376,7 +411,7 @@ static int check_own(const char *call, uintptr_t a, size_t len, bool mark_prot, 
 		range_count_collision(a, len, CONTIG_ROUTE_MMAP);
 		return EACCES;
 	}
-	if (s.free) {
+	if (s.free || ((s.mine || s.fixed) && !caller_maps_all(a, len))) {
 		refuse_line(call, a, len, "the pages are not mapped by the caller");
 		/* SPEC: mprotect of range pages the caller does not own is a collision (madvise
 		 * neither places nor removes a mapping: only refused, as the kernel would) */

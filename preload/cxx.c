@@ -57,12 +57,17 @@ PUBLIC void *_ZnamRKSt9nothrow_t(size_t n, const nothrow_t *t)
 	NEW_FAILED(new_nt_fn, "_ZnamRKSt9nothrow_t", n, t);
 }
 /* Aligned forms: an alignment that is not a power of two is the caller's error; libstdc++'s
- * operator decides what happens (it reports it). */
+ * operator decides what happens (it reports it). A size no alignment can serve goes to the
+ * unaligned operator of the same kind as SIZE_MAX: libstdc++'s aligned one rounds the size up
+ * to the alignment, which wraps near SIZE_MAX into a tiny block (glibc and libstdc++ hand that
+ * out alone; a caller trusting its size overflows it). */
+static inline bool al_impossible(size_t n, size_t al) { return al && n > SIZE_MAX / 2 - al; }
 PUBLIC void *_ZnwmSt11align_val_t(size_t n, size_t al);
 PUBLIC void *_ZnwmSt11align_val_t(size_t n, size_t al)
 {
 	void *p = al && !(al & (al - 1)) ? alloc_memalign(al, n) : NULL;
 	if (likely(p != NULL)) return p;
+	if (al_impossible(n, al)) return _Znwm(SIZE_MAX);
 	NEW_FAILED(new_al_fn, "_ZnwmSt11align_val_t", n, al);
 }
 PUBLIC void *_ZnamSt11align_val_t(size_t n, size_t al);
@@ -70,6 +75,7 @@ PUBLIC void *_ZnamSt11align_val_t(size_t n, size_t al)
 {
 	void *p = al && !(al & (al - 1)) ? alloc_memalign(al, n) : NULL;
 	if (likely(p != NULL)) return p;
+	if (al_impossible(n, al)) return _Znam(SIZE_MAX);
 	NEW_FAILED(new_al_fn, "_ZnamSt11align_val_t", n, al);
 }
 PUBLIC void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t n, size_t al, const nothrow_t *t);
@@ -77,6 +83,7 @@ PUBLIC void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t n, size_t al, const nothr
 {
 	void *p = al && !(al & (al - 1)) ? alloc_memalign(al, n) : NULL;
 	if (likely(p != NULL)) return p;
+	if (al_impossible(n, al)) return _ZnwmRKSt9nothrow_t(SIZE_MAX, t);
 	NEW_FAILED(new_al_nt_fn, "_ZnwmSt11align_val_tRKSt9nothrow_t", n, al, t);
 }
 PUBLIC void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t al, const nothrow_t *t);
@@ -84,6 +91,7 @@ PUBLIC void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t al, const nothr
 {
 	void *p = al && !(al & (al - 1)) ? alloc_memalign(al, n) : NULL;
 	if (likely(p != NULL)) return p;
+	if (al_impossible(n, al)) return _ZnamRKSt9nothrow_t(SIZE_MAX, t);
 	NEW_FAILED(new_al_nt_fn, "_ZnamSt11align_val_tRKSt9nothrow_t", n, al, t);
 }
 

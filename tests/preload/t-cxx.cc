@@ -115,6 +115,23 @@ static void exceptions()
 	volatile size_t huge = static_cast<size_t>(-1) / 2;
 	sink = ::operator new[](huge, std::nothrow);
 	CHECK(sink == nullptr, "nothrow new[SIZE_MAX/2] returned %p", const_cast<void *>(sink));
+
+	// The aligned forms with a size near SIZE_MAX: libstdc++'s own operator rounds it up to the
+	// alignment, which wraps into a tiny size, and glibc hands out a block of that; never here.
+	for (size_t al : { static_cast<size_t>(16), static_cast<size_t>(4096), static_cast<size_t>(1) << 20 }) {
+		volatile size_t near = static_cast<size_t>(-1) - al / 2;
+		got_bad_alloc = false;
+		try {
+			sink = ::operator new(near, std::align_val_t(al));
+			::operator delete(const_cast<void *>(sink), std::align_val_t(al));
+		} catch (const std::bad_alloc &e) {
+			got_bad_alloc = true;
+		}
+		CHECK(got_bad_alloc, "aligned new(SIZE_MAX - %zu, %zu) did not throw bad_alloc", al / 2, al);
+		sink = ::operator new[](near, std::align_val_t(al), std::nothrow);
+		CHECK(sink == nullptr, "nothrow aligned new[](SIZE_MAX - %zu, %zu) returned %p", al / 2, al,
+		      const_cast<void *>(sink));
+	}
 }
 
 static void new_forms()

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* volatile, so that the compiler cannot fold an impossible request into a constant NULL. */
 static volatile size_t vmax = SIZE_MAX;
@@ -178,6 +179,47 @@ static void test_free_errno(void)
 	}
 }
 
+/* Under the kernel's heuristic overcommit (vm.overcommit_memory 0) a single request larger than
+ * RAM and swap together fails, and glibc's malloc with it: so here, though the range could hold
+ * it (a program that checks for NULL must get NULL, not memory the OOM killer comes for). */
+static size_t meminfo_kb(const char *key)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[256];
+	size_t v = 0, klen = strlen(key);
+	if (!f) return 0;
+	while (fgets(line, sizeof line, f))
+		if (strncmp(line, key, klen) == 0 && line[klen] == ':') { v = strtoull(line + klen + 1, NULL, 10); break; }
+	fclose(f);
+	return v;
+}
+
+static void test_more_than_memory(void)
+{
+	FILE *f = fopen("/proc/sys/vm/overcommit_memory", "r");
+	int mode = f ? fgetc(f) : -1;
+	if (f) fclose(f);
+	size_t kb = meminfo_kb("MemTotal") + meminfo_kb("SwapTotal");
+	if (mode != '0' || !kb) return;
+	size_t n = kb * 1024 + ((size_t)1 << 30);
+	if (n >= tu_size) return;               /* the range alone refuses it (test_overflow) */
+	EXPECT_ENOMEM(malloc(n));
+	EXPECT_ENOMEM(calloc(1, n));
+	void *p = malloc((size_t)2 << 20);
+	CHECK(p != NULL, "malloc(2 MiB) failed");
+	memset(p, 7, (size_t)2 << 20);
+	EXPECT_ENOMEM(realloc(p, n));
+	CHECK(((unsigned char *)p)[12345] == 7, "a failed realloc changed the block");
+	free(p);
+	errno = 0;
+	void *m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(m == MAP_FAILED && errno == ENOMEM, "mmap(%zu) gave %p, errno %d (want ENOMEM)", n, m, errno);
+	/* not accounted by the kernel: granted, as the kernel would */
+	m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	CHECK(m != MAP_FAILED, "mmap(%zu, MAP_NORESERVE) failed: errno %d", n, errno);
+	munmap(m, n);
+}
+
 int main(void)
 {
 	void *p;
@@ -189,6 +231,7 @@ int main(void)
 	test_aligned_alloc();
 	test_zero_sizes();
 	test_free_errno();
+	test_more_than_memory();
 	/* After all those failures the allocator still works. */
 	p = malloc(1000);
 	check_fresh(p, 1000, "malloc after errors");

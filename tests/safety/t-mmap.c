@@ -268,6 +268,25 @@ static void semantics(void)
 	CHECK(munmap(p, 3 * 65536) == 0, "munmap failed");
 	SOFT(faults(p + 65536, 0), "reading a wholly unmapped mapping did not fault");
 
+	/* mprotect over a hole the caller unmapped fails as the kernel's does, and the hole stays
+	 * unmapped (the range keeps the pages reserved, so the kernel alone would say yes): whole
+	 * 64 KiB pages in the middle, and 4 KiB pages inside one */
+	for (int sub = 0; sub < 2; sub++) {
+		size_t whole = 4 * 65536, hole = sub ? 2 * PG : 2 * 65536, at = sub ? 65536 + PG : 65536;
+		char *m = anon(whole, PROT_READ | PROT_WRITE);
+		memset(m, 3, whole);
+		CHECK(munmap(m + at, hole) == 0, "munmap of a hole failed");
+		errno = 0;
+		int r = mprotect(m, whole, PROT_READ | PROT_WRITE);
+		CHECK(r == -1 && errno == ENOMEM, "mprotect over an unmapped hole: %d, errno %d (want -1, ENOMEM)", r, errno);
+		SOFT(faults(m + at, 0), "the hole became readable after mprotect");
+		errno = 0;
+		r = madvise(m, whole, MADV_DONTNEED);
+		CHECK(r == -1 && errno == ENOMEM, "madvise over an unmapped hole: %d, errno %d (want -1, ENOMEM)", r, errno);
+		CHECK(mprotect(m, at, PROT_READ) == 0, "mprotect of the part before the hole failed");
+		CHECK(munmap(m, whole) == 0, "munmap failed");
+	}
+
 	/* the requested protection */
 	char *ro = anon(65536, PROT_READ);
 	CHECK(in(ro, 65536) && all_zero(ro, 65536), "PROT_READ mapping %p not in range or not zero", (void *)ro);
