@@ -201,7 +201,7 @@ static void *fixed_mmap(void *addr, size_t len, int prot, int flags, int fd, off
 void *mm_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
 	contig_ensure_init();
-	if (len == 0) return fail(EINVAL);
+	if (len == 0 || (off & (OS_PAGE - 1))) return fail(EINVAL);   /* the kernel's checks, anonymous or not */
 	if (flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) {
 		if (((uintptr_t)addr & (OS_PAGE - 1))) return fail(EINVAL);
 		if (overlaps_range((uintptr_t)addr, len)) return fixed_mmap(addr, len, prot, flags, fd, off);
@@ -567,6 +567,7 @@ void *mm_mremap(void *old, size_t oldlen, size_t newlen, int flags, void *newadd
 		if (kind == PC_HEAP) range_count_collision(o, oldlen, CONTIG_ROUTE_MMAP);
 		return fail(EFAULT);
 	}
+	if (oldlen == 0) return fail(EINVAL);   /* the kernel's: a copy of a private mapping (served ones are) */
 	oldlen = align_up(oldlen, OS_PAGE);
 	newlen = align_up(newlen, OS_PAGE);
 	uintptr_t start = page_addr(page_idx(h));

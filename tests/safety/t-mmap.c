@@ -287,6 +287,18 @@ static void semantics(void)
 		CHECK(munmap(m, whole) == 0, "munmap failed");
 	}
 
+	/* the kernel's argument checks: an offset not page aligned (anonymous or not), and a copy
+	 * (old size 0) of a private mapping */
+	errno = 0;
+	void *bad = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 1);
+	CHECK(bad == MAP_FAILED && errno == EINVAL, "mmap with offset 1: %p, errno %d (want EINVAL)", bad, errno);
+	char *pm = anon(8192, PROT_READ | PROT_WRITE);
+	errno = 0;
+	bad = mremap(pm, 0, 8192, MREMAP_MAYMOVE);
+	CHECK(bad == MAP_FAILED && errno == EINVAL, "mremap(p, 0, ...) of a private mapping: %p, errno %d (want EINVAL)",
+	      bad, errno);
+	CHECK(munmap(pm, 8192) == 0, "munmap failed");
+
 	/* the requested protection */
 	char *ro = anon(65536, PROT_READ);
 	CHECK(in(ro, 65536) && all_zero(ro, 65536), "PROT_READ mapping %p not in range or not zero", (void *)ro);
