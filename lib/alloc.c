@@ -154,7 +154,7 @@ static void *large_alloc(size_t n, size_t align, int zero)
 	if (n > ((size_t)1 << 62) || n + align < n) { errno = ENOMEM; return NULL; }
 	/* more than RAM and swap together: glibc's malloc fails there (the kernel refuses its
 	 * mapping under heuristic overcommit), and the range's pages would not */
-	if (n > ((size_t)1 << 30) && n > maps_overcommit_cap()) { errno = ENOMEM; return NULL; }
+	if (maps_beyond_memory(n)) { errno = ENOMEM; return NULL; }
 	if (n > G.size) return fallback_or_enomem(n, align, zero, e);
 	size_t np = (align_up(n ? n : 1, PAGE_SIZE)) >> PAGE_SHIFT;    /* size 0 still gets a page */
 	size_t extra = align > PAGE_SIZE ? (align >> PAGE_SHIFT) - 1 : 0;
@@ -386,7 +386,7 @@ void *alloc_realloc(void *p, size_t n)
 		size_t np = align_up(n, PAGE_SIZE) >> PAGE_SHIFT;
 		/* while leaks are checked a large block grows only by moving: the new run's pages
 		 * are zeroed as calloc's are (the pages it would grow into may hold stale pointers) */
-		if (np > h->npages && n > ((size_t)1 << 30) && n > maps_overcommit_cap()) {
+		if (np > h->npages && maps_beyond_memory(n)) {
 			errno = ENOMEM;             /* more than RAM and swap (large_alloc): the block stays */
 			return NULL;
 		}

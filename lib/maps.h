@@ -23,4 +23,7 @@ size_t maps_rss(void);
  * grants: RAM plus swap (MemTotal + SwapTotal); SIZE_MAX in the other modes or when unreadable.
  * Read once. Asking for more fails with ENOMEM there, as it does without the library. */
 size_t maps_overcommit_cap(void);
+/* Whether one request of n bytes is more than that: only asked of the system above 1 GiB, so a
+ * program that never wants that much reads nothing. */
+static inline bool maps_beyond_memory(size_t n) { return n > ((size_t)1 << 30) && n > maps_overcommit_cap(); }
 #endif

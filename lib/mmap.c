@@ -223,8 +223,7 @@ void *mm_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 	}
 	/* a writable mapping the kernel would account for, larger than RAM and swap together: it
 	 * refuses that under heuristic overcommit, and the range's reserved pages would not */
-	if ((prot & PROT_WRITE) && !(flags & MAP_NORESERVE) && len > ((size_t)1 << 30) &&
-	    len > maps_overcommit_cap())
+	if ((prot & PROT_WRITE) && !(flags & MAP_NORESERVE) && maps_beyond_memory(len))
 		return fail(ENOMEM);
 	size_t np = align_up(len, PAGE_SIZE) >> PAGE_SHIFT;
 	page_t *h = len <= G.size ? region_alloc(np, PK_MMAP, RUN_ZERO) : NULL;
