@@ -6,7 +6,10 @@
 
 #define DEFAULT_BASE  ((uintptr_t)0xf800000000)
 #define DEFAULT_SIZE  ((size_t)64 << 30)
-#define USER_TOP      ((uintptr_t)0x800000000000)   /* one past the largest 4-level user address */
+#define USER_TOP      ((uintptr_t)0x7fffffff0000)   /* one past the last granule the kernel maps: its
+                                                       4-level limit is 0x7ffffffff000, not 2^47 */
+#define MAX_SIZE      ((size_t)64 << 40)            /* half the user address space: the descriptors
+                                                       (1/1024 of it) must fit beside the range */
 #define MIN_BASE      ((uintptr_t)0x10000)          /* below vm.mmap_min_addr nothing can be mapped */
 #define MIN_SIZE      ((size_t)1 << 20)
 #define DEFAULT_PURGE_MS 100u
@@ -126,7 +129,15 @@ static void size_words(char *out, size_t n, size_t bytes)
 	if (u >= 0) fmt_char(&b, units[u]);
 }
 
-static bool is_word(const char *v, const char *w) { return strcmp(v, w) == 0; }
+/* v is the word w, ignoring spaces and tabs around it (as the sizes and addresses do) */
+static bool is_word(const char *v, const char *w)
+{
+	size_t n = strlen(w);
+	while (is_space(*v)) v++;
+	if (strncmp(v, w, n) != 0) return false;
+	for (v += n; is_space(*v); v++) {}
+	return *v == 0;
+}
 
 static int parse_choice(const char *name, const char *v, const char *const *words, int nwords,
                         int dflt, const char *what)
@@ -157,17 +168,20 @@ void config_parse(config_t *c, char **envp)
 		c->verbose = !(is_word(v, "0") || is_word(v, "") || is_word(v, "no") || is_word(v, "false") ||
 		               is_word(v, "off"));
 
-	if ((v = env_get(envp, "CONTIG_SIZE")) != NULL) {
+	/* CONTIG_SIZE: its one line (if any) is said once the base is known, with the size used */
+	const char *size_v = env_get(envp, "CONTIG_SIZE"), *size_why = NULL;
+	if (size_v) {
 		size_t s;
-		size_words(tmp, sizeof tmp, c->size);
-		if (config_parse_size(v, &s) != 0)
-			complain("CONTIG_SIZE", v, "is not a size (try 512M or 16G)", tmp, NULL);
+		if (config_parse_size(size_v, &s) != 0)
+			size_why = "is not a size (try 512M or 16G)";
 		else if (s < MIN_SIZE)
-			complain("CONTIG_SIZE", v, "is smaller than the minimum 1M", tmp, NULL);
-		else if (s & (GRANULE - 1)) {
+			size_why = "is smaller than the minimum 1M";
+		else if (s > MAX_SIZE) {
+			size_why = "is larger than the largest range the library supports, 64T";
+			c->size = MAX_SIZE;
+		} else if (s & (GRANULE - 1)) {
+			size_why = "is not a multiple of the 64K granule";
 			c->size = align_down(s, GRANULE);
-			size_words(tmp, sizeof tmp, c->size);
-			complain("CONTIG_SIZE", v, "is not a multiple of the 64K granule", tmp, NULL);
 		} else
 			c->size = s;
 	}
@@ -178,7 +192,7 @@ void config_parse(config_t *c, char **envp)
 		if (config_parse_addr(v, &a) != 0)
 			complain("CONTIG_BASE", v, "is not an address (try 0xf800000000)", NULL, &dflt);
 		else if (a >= USER_TOP || align_up(a, GRANULE) >= USER_TOP)
-			complain("CONTIG_BASE", v, "is beyond the largest user address 0x7fffffffffff", NULL, &dflt);
+			complain("CONTIG_BASE", v, "is beyond the last address the kernel maps, 0x7ffffffeffff", NULL, &dflt);
 		else if (a < MIN_BASE)
 			complain("CONTIG_BASE", v, "is below the lowest mappable address 0x10000", NULL, &dflt);
 		else if (a & (GRANULE - 1)) {
@@ -198,17 +212,17 @@ void config_parse(config_t *c, char **envp)
 		fmt_init(&b, why, sizeof why);
 		fmt_str(&b, "with CONTIG_SIZE ");
 		fmt_str(&b, tmp);
-		fmt_str(&b, " goes beyond the largest user address 0x7fffffffffff");
+		fmt_str(&b, " goes beyond the last address the kernel maps, 0x7ffffffeffff");
 		complain("CONTIG_BASE", env_get(envp, "CONTIG_BASE"), why, NULL, &dflt);
 		c->base = DEFAULT_BASE;
 	}
 	if (c->base + c->size > USER_TOP || c->base + c->size < c->base) {
-		size_t fit = align_down(USER_TOP - c->base, GRANULE);
-		char was[64];
-		size_words(was, sizeof was, c->size);
-		size_words(tmp, sizeof tmp, fit);
-		complain("CONTIG_SIZE", was, "goes beyond the largest user address 0x7fffffffffff from this base", tmp, NULL);
-		c->size = fit;
+		c->size = align_down(USER_TOP - c->base, GRANULE);
+		if (!size_why) size_why = "goes beyond the last address the kernel maps from this base";
+	}
+	if (size_why) {
+		size_words(tmp, sizeof tmp, c->size);
+		complain("CONTIG_SIZE", size_v ? size_v : "", size_why, tmp, NULL);
 	}
 
 	if ((v = env_get(envp, "CONTIG_MODE")) != NULL) {

@@ -160,6 +160,46 @@ static void fixed_mask(uintptr_t lo, uintptr_t hi, bool set)
 	}
 }
 
+/* A fixed mapping of the caller's now covers [lo, hi), which reaches into served run h: the rest
+ * of the run's last 64 KiB page past what mmap gave, or pages the caller unmapped. All of it is
+ * the caller's now: the run's extent grows to take it in, what lies between the old extent and
+ * it becomes holes (and reads as unmapped), and holes it covers are holes no more. Otherwise
+ * unmapping the rest of the run would give the whole run back, PROT_NONE over the caller's new
+ * mapping, and unmapping the new mapping would be clipped to nothing. */
+static void served_extend(page_t *h, uintptr_t lo, uintptr_t hi)
+{
+	uintptr_t start = page_addr(page_idx(h)), end = start + ((size_t)h->npages << PAGE_SHIFT);
+	if (lo < start) lo = start;
+	if (hi > end) hi = end;
+	size_t olo = h->map_lo, ohi = h->map_hi, flo = lo - start, fhi = hi - start;
+	size_t nlo = flo < olo ? flo : olo, nhi = fhi > ohi ? fhi : ohi;
+	bool gap = flo > ohi || fhi < olo;
+	if (!gap && !h->holes) {
+		/* touching or inside the extent, and no holes to clear: just wider */
+		h->map_lo = nlo;
+		h->map_hi = nhi;
+		return;
+	}
+	size_t bits = ((size_t)h->npages << PAGE_SHIFT) / OS_PAGE;
+	if (!h->holes) h->holes = meta_alloc((bits + 63) / 64 * 8);     /* zeroed, outside the range */
+	if (!h->holes) return;                  /* no memory for the bitmap: as before */
+	range_lock();
+	for (size_t i = nlo / OS_PAGE; i < nhi / OS_PAGE; i++) {
+		size_t o = i * OS_PAGE;
+		if (o >= flo && o < fhi) h->holes[i >> 6] &= ~(1ull << (i & 63));
+		else if (o < olo || o >= ohi) h->holes[i >> 6] |= 1ull << (i & 63);
+	}
+	h->map_lo = nlo;
+	h->map_hi = nhi;
+	range_unlock();
+	/* the gap between reads as unmapped, as it does to the kernel */
+	uintptr_t glo = gap ? start + (flo > ohi ? ohi : fhi) : 0, ghi = gap ? start + (flo > ohi ? flo : olo) : 0;
+	if (glo < ghi) {
+		os_mmap((void *)glo, ghi - glo, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+		for (size_t i = pidx(glo); i < pidx(align_up(ghi, PAGE_SIZE)); i++) h[i - page_idx(h)].flags |= PF_PROT;
+	}
+}
+
 static void *fixed_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
 	uintptr_t a = (uintptr_t)addr;
@@ -184,6 +224,12 @@ static void *fixed_mmap(void *addr, size_t len, int prot, int flags, int fd, off
 		return p;
 	}
 	fixed_mask(a, a + len, true);
+	for (size_t i = pa; s.mine && i < pb;) {
+		page_t *h;
+		if (region_classify(i, &h) != PC_MMAP) { i++; continue; }
+		served_extend(h, a, a + len);
+		i = page_idx(h) + h->npages;
+	}
 	if (s.free) {
 		/* honoured, and recorded: the pages are the caller's until unmapped */
 		char buf[160];

@@ -40,6 +40,7 @@ const size_t *range_frontier_addr(void) { return &R.frontier; }
 static inline page_t *P(size_t idx) { return &G.pages[idx]; }
 
 #define META_SPANS 4096
+#define RLIMIT_RANGE_MIN ((uint64_t)4 << 30)   /* under RLIMIT_AS, the range is cut to no less than this */
 static range_span_t meta_span[META_SPANS];
 static size_t nmeta_span;
 
@@ -381,10 +382,11 @@ bool range_yield_reservation(size_t len)
 static size_t auto_headroom(uint64_t rl)
 {
 	/* Room left under RLIMIT_AS for what the heap does not own: thread stacks, libraries, file
-	 * mappings, the kernel's own mmaps, runtimes reserving their own heaps (SBCL's 1 GiB goes
-	 * through libc's internal mmap, where range_yield_reservation cannot see it). Half the
-	 * limit, at least 256 MiB: the heap grows lazily past its reservation anyway. */
-	size_t h = (size_t)(rl / 2);
+	 * mappings, the kernel's own mmaps, runtimes reserving their own heaps (thread stacks and
+	 * SBCL's 1 GiB go through libc's internal mmap, where range_yield_reservation cannot see
+	 * them: 100 threads' stacks are 800 MiB). Seven eighths of the limit, at least 256 MiB:
+	 * the heap grows lazily past its reservation anyway. */
+	size_t h = (size_t)(rl - rl / 8);
 	return h < ((size_t)256 << 20) ? ((size_t)256 << 20) : h;
 }
 
@@ -421,7 +423,18 @@ int range_init(void)
 	char buf[300];
 	fmtbuf_t b;
 
+	uint64_t rl;
+	os_getrlimit_as(&rl);
 	G.npages = c->size >> PAGE_SHIFT;
+	size_t cut = G.npages;
+	if (rl != UINT64_MAX) {
+		/* Under RLIMIT_AS the heap can never outgrow the limit, but the descriptors of a range
+		 * far beyond it would take address space the program needs (64 MiB for the default
+		 * 64G): the range is cut to eight times the limit, at least 4G. */
+		uint64_t cap = rl > (UINT64_MAX >> 4) ? UINT64_MAX : rl * 8;
+		if (cap < RLIMIT_RANGE_MIN) cap = RLIMIT_RANGE_MIN;
+		if ((cap >> PAGE_SHIFT) < G.npages) cut = G.npages = (size_t)(cap >> PAGE_SHIFT);
+	}
 	for (;;) {
 		/* 64 bytes per 64 KiB page: 1/1024 of the range, touched only where the heap is */
 		G.pages = os_map_meta(G.npages * sizeof(page_t), c->base, c->base + (G.npages << PAGE_SHIFT));
@@ -433,10 +446,10 @@ int range_init(void)
 		G.npages = 0;
 		return -1;
 	}
-	if (G.npages != c->size >> PAGE_SHIFT) {
+	if (G.npages != cut) {
 		fmt_init(&b, buf, sizeof buf);
 		fmt_str(&b, "CONTIG_SIZE: no room for the page descriptors of ");
-		fmt_size(&b, c->size);
+		fmt_size(&b, (size_t)cut << PAGE_SHIFT);
 		fmt_str(&b, " (RLIMIT_AS or overcommit); using ");
 		fmt_size(&b, G.npages << PAGE_SHIFT);
 		log_line(buf);
@@ -444,8 +457,6 @@ int range_init(void)
 	/* Route 1: whatever is already mapped in the range. */
 	scan_foreign(c->base, c->base + (G.npages << PAGE_SHIFT), CONTIG_ROUTE_START, 0);
 
-	uint64_t rl;
-	os_getrlimit_as(&rl);
 	size_t want = 0;
 	const char *why = "";
 	R.mode = c->mode;
@@ -485,6 +496,11 @@ int range_init(void)
 		fmt_str(&b, why);
 		fmt_str(&b, "; reserved ");
 		fmt_size(&b, R.reserved_bytes);
+		if (cut != c->size >> PAGE_SHIFT) {
+			fmt_str(&b, "; range cut from ");
+			fmt_size(&b, c->size);
+			fmt_str(&b, " to eight times RLIMIT_AS");
+		}
 		if (rl != UINT64_MAX) {
 			fmt_str(&b, "; RLIMIT_AS ");
 			fmt_size(&b, rl);

@@ -26,7 +26,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 DEFAULT_BASE = 0xf800000000
 DEFAULT_SIZE = 64 << 30
-USER_TOP = 0x800000000000
+USER_TOP = 0x7fffffff0000       # one past the last granule the kernel maps (its top is 0x7ffffffff000)
+MAX_SIZE = 64 << 40
 MIN_BASE = 0x10000
 MIN_SIZE = 1 << 20
 GRANULE = 1 << 16
@@ -360,7 +361,7 @@ def effective_config(env):
     why = []
     v = env.get("CONTIG_VERBOSE")
     if v is not None:
-        c["verbose"] = "0" if v in ("0", "", "no", "false", "off") else "1"
+        c["verbose"] = "0" if v.strip(" \t") in ("0", "", "no", "false", "off") else "1"
     v = env.get("CONTIG_SIZE")
     if v is not None:
         s = parse_size(v)
@@ -368,6 +369,9 @@ def effective_config(env):
             why.append('CONTIG_SIZE="%s" is not a size' % v)
         elif s < MIN_SIZE:
             why.append('CONTIG_SIZE="%s" is smaller than the minimum 1M' % v)
+        elif s > MAX_SIZE:
+            c["size"] = MAX_SIZE
+            why.append('CONTIG_SIZE="%s" is larger than the largest range the library supports, 64T' % v)
         else:
             c["size"] = s & ~(GRANULE - 1)
             if s % GRANULE:
@@ -378,16 +382,20 @@ def effective_config(env):
         if a is None:
             why.append('CONTIG_BASE="%s" is not an address' % v)
         elif a >= USER_TOP or (a + GRANULE - 1) & ~(GRANULE - 1) >= USER_TOP:
-            why.append('CONTIG_BASE="%s" is beyond the largest user address 0x7fffffffffff' % v)
+            why.append('CONTIG_BASE="%s" is beyond the last address the kernel maps, 0x7ffffffeffff' % v)
         elif a < MIN_BASE:
             why.append('CONTIG_BASE="%s" is below the lowest mappable address 0x10000' % v)
         else:
             c["base"] = (a + GRANULE - 1) & ~(GRANULE - 1)
             if a % GRANULE:
                 why.append('CONTIG_BASE="%s" is rounded up to the 64K granule' % v)
+    if c["base"] + c["size"] > USER_TOP and c["base"] != DEFAULT_BASE and DEFAULT_BASE + c["size"] <= USER_TOP:
+        why.append('CONTIG_BASE="%s" with CONTIG_SIZE %s goes beyond the last address the kernel maps'
+                   % (env.get("CONTIG_BASE"), human(c["size"])))
+        c["base"] = DEFAULT_BASE
     if c["base"] + c["size"] > USER_TOP:
         c["size"] = (USER_TOP - c["base"]) & ~(GRANULE - 1)
-        why.append("CONTIG_SIZE is clipped to end at the largest user address")
+        why.append("CONTIG_SIZE is clipped to end at the last address the kernel maps")
     choices = dict(CONTIG_MODE=("mode", ("auto", "reserve", "lazy")),
                    CONTIG_ON_COLLISION=("on_collision", ("skip", "abort")),
                    CONTIG_FALLBACK=("fallback", ("none", "system")),
@@ -399,8 +407,8 @@ def effective_config(env):
         v = env.get(var)
         if v is None:
             continue
-        if v in words:
-            c[key] = v
+        if v.strip(" \t") in words:
+            c[key] = v.strip(" \t")
         else:
             why.append('%s="%s" is not one of %s' % (var, v, ", ".join(words)))
     v = env.get("CONTIG_LIMIT")
@@ -471,7 +479,12 @@ def cgroup_heap_limit(lim):
 
 
 def auto_headroom(rl):
-    return max(rl // 4, 256 * MiB)
+    return max(rl - rl // 8, 256 * MiB)
+
+
+def range_under_limit(size, rl):
+    """lib/range.c: under RLIMIT_AS the range is cut to eight times the limit, at least 4 GiB."""
+    return size if rl is None else min(size, max(8 * rl, 4 << 30) & ~(GRANULE - 1))
 
 
 def info(lib, how):
@@ -552,7 +565,11 @@ def info(lib, how):
         print("  auto: no RLIMIT_AS, so it reserves the whole range (%s) PROT_NONE at start" % human(size))
     else:
         head = auto_headroom(rl)
-        print("  auto: RLIMIT_AS %s - headroom %s (max(RLIMIT_AS/4, 256 MiB))" % (human(rl), human(head)))
+        if range_under_limit(size, rl) < size:
+            size = range_under_limit(size, rl)
+            print("  the range is cut to %s, eight times RLIMIT_AS (at least 4 GiB): the heap cannot" % human(size))
+            print("  outgrow the limit, and the page descriptors take 1/1024 of the range")
+        print("  auto: RLIMIT_AS %s - headroom %s (max(RLIMIT_AS*7/8, 256 MiB))" % (human(rl), human(head)))
         print("        - the address space the program already uses at start")
         room = rl - head
         if room >= size:

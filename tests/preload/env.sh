@@ -54,7 +54,7 @@ check CONTIG_BASE 0xffff800000000000 "$dbase" "$dend" 1      # kernel half, non-
 check CONTIG_BASE 0x800000000000 "$dbase" "$dend" 1          # just past the user address space
 
 # A base that is fine but whose range runs past the user address space: either the base is
-# refused (default range) or the size is cut to fit (range below 0x800000000000); either way one
+# refused (default range) or the size is cut to fit (range below 0x7fffffff0000); either way one
 # line says so.
 beyond() {   # VAR=VALUE...
 	run_env "$@" -- "$p" >"$TMPD/out" 2>"$TMPD/err"
@@ -64,7 +64,7 @@ beyond() {   # VAR=VALUE...
 	if [ "$(grep -c '^libcontig: CONTIG_BASE="0x7fff00000000"' "$TMPD/err")" -eq 1 ]; then
 		lo=$dbase hi=$dend
 	elif [ "$(grep -c '^libcontig: CONTIG_SIZE="' "$TMPD/err")" -eq 1 ]; then
-		lo=$ub hi=$((0x800000000000))
+		lo=$ub hi=$((0x7fffffff0000))
 	else
 		bad "$*: expected one line naming CONTIG_BASE or CONTIG_SIZE; stderr: $(head -3 "$TMPD/err")"
 		return

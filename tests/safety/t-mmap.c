@@ -404,6 +404,39 @@ static void semantics(void)
 		CHECK(q != MAP_FAILED && in(q, 65536) && all_zero(q, 65536), "mmap64 = %p not served from the range", (void *)q);
 		munmap(q, 65536);
 	}
+	/* A fixed mapping in the rest of a small served mapping's 64 KiB page, or over a hole the
+	 * caller unmapped in one, is the caller's: unmapping the served part leaves it alone, and
+	 * unmapping it takes it away (the library used to put PROT_NONE over the first, and to
+	 * clip the second to nothing). */
+	{
+		char *sm = anon(PG, PROT_READ | PROT_WRITE);
+		char *sf = mmap(sm + PG, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		CHECK(sf == sm + PG, "mmap(MAP_FIXED) past a served page: %p", (void *)sf);
+		memcpy(sf, "mine", 5);
+		CHECK(munmap(sm, PG) == 0, "munmap of the served page failed");
+		SOFT(!faults(sf, 0) && memcmp(sf, "mine", 5) == 0, "unmapping a served page took the fixed mapping after it");
+		char *m2 = anon(PG, PROT_READ | PROT_WRITE);
+		int sfd = open("/proc/self/exe", O_RDONLY);
+		CHECK(sfd >= 0, "open /proc/self/exe");
+		char *sg = mmap(m2 + 2 * PG, PG, PROT_READ, MAP_PRIVATE | MAP_FIXED, sfd, 0);
+		CHECK(sg == m2 + 2 * PG, "file mmap(MAP_FIXED) past a served page: %p", (void *)sg);
+		close(sfd);
+		SOFT(faults(m2 + PG, 0), "the gap between a served page and a fixed mapping past it can be read");
+		CHECK(munmap(sg, PG) == 0, "munmap of the fixed file mapping failed");
+		SOFT(faults(sg, 0), "munmap of a fixed file mapping past a served page left it mapped");
+		memcpy(m2, "m2", 3);
+		char *m3 = anon(3 * PG, PROT_READ | PROT_WRITE);
+		CHECK(munmap(m3 + PG, PG) == 0, "munmap of a middle page failed");
+		char *h = mmap(m3 + PG, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		CHECK(h == m3 + PG, "mmap(MAP_FIXED) over a hole: %p", (void *)h);
+		memcpy(h, "hole", 5);
+		munmap(m3, PG);
+		munmap(m3 + 2 * PG, PG);
+		SOFT(!faults(h, 0) && memcmp(h, "hole", 5) == 0, "unmapping the rest of a served mapping took a fixed mapping over its hole");
+		munmap(h, PG);
+		munmap(sf, PG);
+		munmap(m2, PG);
+	}
 	if (soft_failures == 0)
 		printf("t-mmap semantics: all as the kernel would\n");
 }

@@ -1,8 +1,11 @@
 /* t-range.c - an allocation workload (about 200 MiB in total, blocks of 16 B to 4 MiB, some kept
  * live, some freed, reallocs) whose every block must lie inside the range of the environment and
  * keep its contents. Run under `ulimit -v` and in each CONTIG_MODE by ulimit.sh. With
- * "reserve MiB", a large PROT_NONE reservation of the program's own comes first. */
+ * "reserve MiB", a large PROT_NONE reservation of the program's own comes first. "threads N":
+ * N threads that each malloc and wait for the others instead (their stacks come from libc's
+ * own mmap). "heap MiB": MiB 1 MiB blocks, every one written and kept. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +29,49 @@ static int reserve_first(const char *mib)
 	return 0;
 }
 
+static pthread_barrier_t all_up;
+
+static void *thread_main(void *arg)
+{
+	char *p = malloc(1000);
+	CHECK(p != NULL, "malloc in a thread failed");
+	CHECK_RANGE(p, 1000, "thread block");
+	memset(p, 1, 1000);
+	pthread_barrier_wait(&all_up);
+	free(p);
+	return arg;
+}
+
+/* "threads N": N threads alive at once, each with a block. */
+static int many_threads(int n)
+{
+	pthread_t *t = calloc((size_t)n, sizeof *t);
+	CHECK(t != NULL, "calloc failed");
+	pthread_barrier_init(&all_up, NULL, (unsigned)n + 1);
+	for (int i = 0; i < n; i++) {
+		int e = pthread_create(&t[i], NULL, thread_main, NULL);
+		CHECK(e == 0, "pthread_create of thread %d of %d failed: %s", i, n, strerror(e));
+	}
+	pthread_barrier_wait(&all_up);
+	for (int i = 0; i < n; i++) pthread_join(t[i], NULL);
+	free(t);
+	printf("t-range: %d threads\n", n);
+	return 0;
+}
+
+/* "heap MiB": that many 1 MiB blocks live at once, every page written. */
+static int big_heap(int mib)
+{
+	for (int i = 0; i < mib; i++) {
+		char *p = malloc((size_t)1 << 20);
+		CHECK(p != NULL, "malloc of MiB %d of %d failed", i + 1, mib);
+		CHECK_RANGE(p, (size_t)1 << 20, "block");
+		memset(p, 1, (size_t)1 << 20);
+	}
+	printf("t-range: %d MiB live\n", mib);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static void *keep[KEEP];
@@ -35,6 +81,8 @@ int main(int argc, char **argv)
 
 	tu_init();
 	if (argc > 2 && strcmp(argv[1], "reserve") == 0) reserve_first(argv[2]);
+	if (argc > 2 && strcmp(argv[1], "threads") == 0) return many_threads(atoi(argv[2]));
+	if (argc > 2 && strcmp(argv[1], "heap") == 0) return big_heap(atoi(argv[2]));
 	while (total < ((size_t)200 << 20)) {
 		uint64_t r = tu_rand(&rng);
 		size_t len;

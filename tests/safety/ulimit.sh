@@ -1,9 +1,12 @@
 #!/bin/sh
 # ulimit.sh - SPEC "ulimit -v": under an RLIMIT_AS of 1 GiB, far below the default 64G range,
 # python3 and a C program start, run an allocation workload and keep their heap (python's object
-# ids, every C block) inside the range; CONTIG_VERBOSE=1 says auto reserved part of it; a program
-# that reserves 640 MiB of its own first gets it (auto gives unused reservation back). The same
-# in CONTIG_MODE=lazy with no limit (nothing reserved) and CONTIG_MODE=reserve (all reserved).
+# ids, every C block) inside the range; CONTIG_VERBOSE=1 says auto reserved part of it and cut the
+# range to eight times the limit; 100 threads start (their stacks come from libc's own mmap,
+# which the library cannot see); a program that reserves most of a 4 GiB limit for itself
+# first gets it (auto gives unused reservation back); a 60 MiB heap fits under 100 MiB in every
+# mode (the descriptors of the cut range take 4 MiB, not 64). The same in CONTIG_MODE=lazy with
+# no limit (nothing reserved) and CONTIG_MODE=reserve (all reserved).
 . "${TESTS_SRCDIR:-$(dirname "$0")/..}/safety/common.sh"
 
 t=$(prog t-range)
@@ -41,16 +44,26 @@ under_ulimit() {
 # 1. ulimit -v 1 GiB, default mode (auto) and range.
 under_ulimit 1048576 CONTIG_VERBOSE=1 "$t"
 expect_rc "ulimit -v 1048576: C workload" 0 && cat "$TMPD/out"
-grep -q '^libcontig: range 0xf800000000-0x10800000000; auto: .*reserving part' "$TMPD/err" ||
-	{ bad "ulimit -v 1048576: CONTIG_VERBOSE=1 does not say auto reserved part of the range"; show; }
+grep -q '^libcontig: range 0xf800000000-0xfa00000000; auto: .*reserving part.*; range cut from 64.0 GiB to eight times RLIMIT_AS' "$TMPD/err" ||
+	{ bad "ulimit -v 1048576: CONTIG_VERBOSE=1 does not say auto reserved part of the range, cut to 8 GiB"; show; }
 grep '^libcontig: range' "$TMPD/err"
+
+# Thread stacks come from libc's internal mmap: auto's reservation must leave them room.
+under_ulimit 1048576 "$t" threads 100
+expect_rc "ulimit -v 1048576: 100 threads" 0 && cat "$TMPD/out"
+
+# The descriptors of a 64G range would take 64 MiB: under 100 MiB a 60 MiB heap must still fit.
+for m in auto lazy; do
+	under_ulimit 102400 CONTIG_MODE=$m "$t" heap 60
+	expect_rc "ulimit -v 102400, CONTIG_MODE=$m: a 60 MiB heap" 0 && cat "$TMPD/out"
+done
 
 # A runtime that reserves address space of its own (Java's heap and class space, SBCL's dynamic
 # space) runs under the same limit without the library: auto mode gives up reservation it has
 # not used when RLIMIT_AS refuses the program, and says so.
-under_ulimit 1048576 CONTIG_VERBOSE=1 "$t" reserve 640
-expect_rc "ulimit -v 1048576: a 640 MiB reservation of the program's own, then the workload" 0 && cat "$TMPD/out"
-grep -q '^libcontig: auto: RLIMIT_AS refused a mapping of 640.0 MiB outside the heap; gave back ' "$TMPD/err" ||
+under_ulimit 4194304 CONTIG_VERBOSE=1 "$t" reserve 3700
+expect_rc "ulimit -v 4194304: a 3700 MiB reservation of the program's own, then the workload" 0 && cat "$TMPD/out"
+grep -q '^libcontig: auto: RLIMIT_AS refused a mapping of 3.6 GiB outside the heap; gave back ' "$TMPD/err" ||
 	{ bad "ulimit -v 1048576: no line saying auto gave reservation back"; show; }
 
 if [ $have_python = 1 ]; then

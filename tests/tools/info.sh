@@ -17,9 +17,10 @@ fi
 # Under an address-space limit far below the range, auto reserves part and grows lazily.
 if expect_status 0 "ulimit -v 1048576; contig info" sh -c "ulimit -v 1048576 && CONTIG_LIB='$LIBCONTIG' '$PY' '$CONTIG' info"; then
 	grep -q "RLIMIT_AS .*1.0 GiB" "$TMPD/out" || bad "ulimit -v 1048576: RLIMIT_AS 1 GiB not shown"
-	grep -q "headroom 256.0 MiB" "$TMPD/out" || bad "ulimit -v 1048576: the 256 MiB headroom not shown"
+	grep -q "headroom 896.0 MiB" "$TMPD/out" || bad "ulimit -v 1048576: the 896 MiB headroom not shown"
+	grep -q "range is cut to 8.0 GiB" "$TMPD/out" || bad "ulimit -v 1048576: the range cut to 8 GiB not said"
 	grep -q "grows lazily" "$TMPD/out" || bad "ulimit -v 1048576: lazy growth beyond not said"
-	grep -q "measured: .*reserved [0-9.]* MiB of 64.0 GiB" "$TMPD/out" ||
+	grep -q "measured: .*reserved [0-9.]* MiB of 8.0 GiB" "$TMPD/out" ||
 		bad "ulimit -v 1048576: no partial reservation measured: $(grep measured "$TMPD/out")"
 	ok "under ulimit -v 1048576: $(grep measured "$TMPD/out")"
 fi

@@ -106,11 +106,31 @@ START_TEST(range_beyond_user_space)
 	config_t c = parse("CONTIG_BASE=0x7ff000000000", "CONTIG_SIZE=1T");
 	ck_assert_uint_eq(c.base, 0xf800000000);
 	ck_assert_uint_eq(c.size, (size_t)1 << 40);
-	/* a size that leaves it even from the default base is clipped */
+	/* a size past the largest supported range (64T) is cut to it, in one step */
 	c = parse("CONTIG_SIZE=200T", NULL);
 	ck_assert_uint_eq(c.base, 0xf800000000);
-	ck_assert_uint_le(c.base + c.size, 0x800000000000);
-	ck_assert_uint_gt(c.size, (size_t)100 << 40);
+	ck_assert_uint_eq(c.size, (size_t)64 << 40);
+	c = parse("CONTIG_SIZE=18446744073709551615", NULL);
+	ck_assert_uint_eq(c.size, (size_t)64 << 40);
+	/* the kernel never maps the last 4 KiB page below 2^47: a range ending at 2^47 is refused */
+	c = parse("CONTIG_BASE=0x7fff00000000", "CONTIG_SIZE=4G");
+	ck_assert_uint_eq(c.base, 0xf800000000);
+	c = parse("CONTIG_BASE=0x7ffe00000000", "CONTIG_SIZE=4G");
+	ck_assert_uint_eq(c.base, 0x7ffe00000000);
+	ck_assert_uint_le(c.base + c.size, 0x7ffffffff000);
+	c = parse("CONTIG_BASE=0x7ffffff00000", NULL);
+	ck_assert_uint_eq(c.base, 0xf800000000);
+}
+END_TEST
+
+START_TEST(words_ignore_spaces)
+{
+	/* choices take spaces around them as sizes and addresses do */
+	config_t c = parse("CONTIG_MODE= lazy ", "CONTIG_VERBOSE= 0");
+	ck_assert_int_eq(c.mode, MODE_LAZY);
+	ck_assert_int_eq(c.verbose, 0);
+	c = parse("CONTIG_STATS=json\t", NULL);
+	ck_assert_int_eq(c.stats, STATS_JSON);
 }
 END_TEST
 
@@ -123,6 +143,7 @@ Suite *config_suite(void)
 	tcase_add_test(t, defaults);
 	tcase_add_test(t, bad_values_fall_back);
 	tcase_add_test(t, good_values);
+	tcase_add_test(t, words_ignore_spaces);
 	tcase_add_test(t, unaligned_base_rounds_up);
 	tcase_add_test(t, range_beyond_user_space);
 	suite_add_tcase(s, t);
