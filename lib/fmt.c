@@ -37,6 +37,16 @@ void fmt_hex(fmtbuf_t *b, uint64_t v)
 }
 
 /* Human-readable bytes: exact below 1 KiB, one decimal above ("1.5 MiB"). */
+/* A file name from CONTIG_STATS_FILE or CONTIG_MAP_FILE: the children of a program inherit the
+ * variable, and would otherwise overwrite its output with theirs. */
+void fmt_path_pid(fmtbuf_t *b, const char *pattern)
+{
+	for (const char *s = pattern; *s; s++) {
+		if (s[0] == '%' && s[1] == 'p') { fmt_dec(b, (uint64_t)getpid()); s++; }
+		else fmt_char(b, *s);
+	}
+}
+
 void fmt_size(fmtbuf_t *b, uint64_t bytes)
 {
 	static const char *unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };

@@ -16,6 +16,7 @@ HIDDEN void fmt_dec(fmtbuf_t *b, uint64_t v);
 HIDDEN void fmt_hex(fmtbuf_t *b, uint64_t v);
 HIDDEN void fmt_size(fmtbuf_t *b, uint64_t bytes);
 HIDDEN size_t fmt_len(const fmtbuf_t *b);
+HIDDEN void fmt_path_pid(fmtbuf_t *b, const char *pattern);   /* pattern with each %p the process ID */
 HIDDEN void log_line(const char *line);      /* "libcontig: " + line + "\n" to stderr */
 HIDDEN void log_verbose(const char *line);   /* the same under CONTIG_VERBOSE */
 HIDDEN void report_fd_save(void);            /* at start: keep a private copy of stderr */

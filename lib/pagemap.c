@@ -158,16 +158,12 @@ int pagemap_write(int fd)
 	return d.err ? -1 : 0;
 }
 
-/* CONTIG_MAP_FILE with each %p replaced by the process ID: the children of a program inherit
- * the variable, and would otherwise overwrite its dump with theirs. */
+/* CONTIG_MAP_FILE with each %p replaced by the process ID. */
 static void map_path(char *out, size_t n)
 {
 	fmtbuf_t b;
 	fmt_init(&b, out, n);
-	for (const char *s = G.cfg.map_file; *s; s++) {
-		if (s[0] == '%' && s[1] == 'p') { fmt_dec(&b, (uint64_t)getpid()); s++; }
-		else fmt_char(&b, *s);
-	}
+	fmt_path_pid(&b, G.cfg.map_file);
 }
 
 void pagemap_exit(void)

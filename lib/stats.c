@@ -195,8 +195,12 @@ void stats_report_exit(void)
 	stats_collect(&st);
 	out_t o = { -1, "", 0, 0 };
 	long err = 0;
+	char path[sizeof G.cfg.stats_file + 24];
 	if (G.cfg.stats_file[0]) {
-		o.fd = os_open_write(G.cfg.stats_file);
+		fmtbuf_t pb;
+		fmt_init(&pb, path, sizeof path);
+		fmt_path_pid(&pb, G.cfg.stats_file);        /* %p: the process ID, one file per process */
+		o.fd = os_open_write(path);
 		if (o.fd < 0) err = o.fd;
 		else {
 			print_stats(&o, &st);
@@ -209,7 +213,7 @@ void stats_report_exit(void)
 	o.err = 0;
 	if (err) {
 		/* the file could not be opened or written: say so, and use stderr */
-		LINE(&o, fmt_str(b, "libcontig: CONTIG_STATS_FILE=\""); fmt_str(b, G.cfg.stats_file);
+		LINE(&o, fmt_str(b, "libcontig: CONTIG_STATS_FILE=\""); fmt_str(b, path);
 		     fmt_str(b, "\" could not be written (errno "); fmt_dec(b, (uint64_t)-err);
 		     fmt_str(b, "); the statistics go to stderr"));
 	}

@@ -2,7 +2,7 @@
 # stats-json.sh - issue 4, statistics: CONTIG_STATS=json is one valid JSON object (python3's json
 # module) with the expected keys and sane values for t-stats's known workload (live blocks and
 # bytes, calls by kind, committed >= live, peaks >= now, range and mode); CONTIG_STATS_FILE
-# writes it to a file and not to stderr; malloc_stats() prints the library's summary
+# writes it to a file and not to stderr, one per process with %p; malloc_stats() prints the library's summary
 # ("libcontig:" lines) on stderr; mallinfo2()/mallinfo() agree with the statistics (t-stats).
 . "${TESTS_SRCDIR:-$(dirname "$0")/..}/safety/common.sh"
 
@@ -39,6 +39,16 @@ expect_rc "CONTIG_STATS_FILE t-stats" 0
 [ -s "$TMPD/file.json" ] || bad "CONTIG_STATS_FILE: $TMPD/file.json not written"
 ! grep -q '^{' "$TMPD/err" || bad "CONTIG_STATS_FILE: the JSON still went to stderr"
 json_check "$TMPD/file.json" "all(k in j for k in $keys)" || bad "CONTIG_STATS_FILE: wrong JSON"
+
+# %p in the name is the process ID: a program and the children it runs under the same
+# environment each write their own file (without it, the last one to exit overwrote the rest)
+run CONTIG_STATS=json CONTIG_STATS_FILE="$TMPD/pid.%p.json" sh -c '"$1" >/dev/null; "$1" >/dev/null; :' sh "$t"
+expect_rc "CONTIG_STATS_FILE=pid.%p.json, two children" 0
+n=$(ls "$TMPD" | grep -c '^pid\.[0-9]*\.json$')
+[ "$n" -ge 2 ] || bad "CONTIG_STATS_FILE with %p: $n file(s) for two children, want 2 (and one for the shell if it exits through exit())"
+for f in "$TMPD"/pid.*.json; do
+	json_check "$f" "all(k in j for k in $keys)" || bad "CONTIG_STATS_FILE with %p: $f is wrong"
+done
 
 # a file that cannot be opened (no such directory) or written (/dev/full): one line says so, and
 # the statistics go to stderr instead of being lost
