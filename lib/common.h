@@ -56,7 +56,8 @@ enum page_kind {
 
 #define PF_DIRTY    0x01    /* may hold non-zero data or resident pages: counted as committed */
 #define PF_NEEDZERO 0x02    /* handed out dirty to a caller that asked for zeroed memory */
-#define PF_RUNDIRTY 0x04    /* PK_FREE heads: some page of the run is dirty */
+#define PF_RUNDIRTY 0x04    /* PK_FREE heads: a recycled run (freed since the range grew; its dirty
+                               pages purged or not), not a fresh one: its set in the bins */
 #define PF_PROT     0x08    /* a caller changed the protection of part of this page, or gave it lasting advice */
 #define PF_NONE     0x10    /* our mapping here is PROT_NONE (a served mapping was unmapped) */
 

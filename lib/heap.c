@@ -636,6 +636,7 @@ void heap_free_remote(page_t *pg, void *b, uint64_t bit, const char *func)
 			}
 			locks_held--;
 			pthread_mutex_unlock(&h->lock);
+			region_purger_kick();
 		}
 	}
 }
@@ -660,6 +661,7 @@ void heap_collect_all(void)
 	}
 	locks_held--;
 	pthread_mutex_unlock(&heaps_lock);
+	region_purger_kick();
 }
 
 void heap_count_calls(uint64_t *f, uint64_t *r)

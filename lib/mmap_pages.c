@@ -59,7 +59,9 @@ void region_mmap_release(page_t *h, size_t a, size_t b)
 	}
 	R.mmap_bytes -= (b - a) << PAGE_SHIFT;
 	P(a)->kind = PK_FREE;
-	run_insert_free(a, b - a, CLEAN_STAMP, false);
+	/* recycled (used since the range grew) with no dirty page: they merge with the freed blocks
+	 * beside them, and the purge of such a run makes its PROT_NONE pages plain again */
+	run_insert_free(a, b - a, CLEAN_STAMP, true);
 	range_unlock();
 }
 
@@ -85,6 +87,7 @@ int region_fixed_take(size_t a, size_t b)
 		uint32_t stamp = P(s)->stamp;
 		size_t stop = e < b ? e : b;
 		bin_remove(s);
+		range_none_forget(i, stop);
 		for (size_t k = i; k < stop; k++) {
 			if (P(k)->flags & PF_DIRTY) { R.committed--; os_decommit(page_addr(k), PAGE_SIZE); }
 			P(k)->flags &= (uint8_t)~(PF_DIRTY | PF_RUNDIRTY | PF_NONE);
@@ -107,7 +110,7 @@ void region_fixed_give_back(size_t i)
 	if (i < range_frontier()) {
 		P(i)->kind = PK_FREE;
 		P(i)->flags &= (uint8_t)~(PF_DIRTY | PF_PROT);
-		run_insert_free(i, 1, CLEAN_STAMP, false);
+		run_insert_free(i, 1, CLEAN_STAMP, true);      /* recycled, nothing dirty: as above */
 	} else
 		P(i)->kind = PK_UNUSED;
 	range_unlock();

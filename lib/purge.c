@@ -10,18 +10,23 @@
 static pthread_cond_t purge_cond = PTHREAD_COND_INITIALIZER;
 static int purger;                  /* 0 none, 1 starting or running */
 static int purger_idle;             /* the purger waits with no deadline */
+static _Atomic(int) purger_deferred; /* wanted while the freeing thread held a library lock */
 
 void purge_fork_child(void)
 {
 	/* the purger did not come along: the child starts its own when it frees pages */
 	purger = purger_idle = 0;
+	atomic_store(&purger_deferred, 0);
 }
 
+/* Give back the dirty pages of recycled free run idx. The run stays where it is, in its bin and
+ * its set: purging never merges or moves a run, so where the next block or mapping goes never
+ * depends on when the purger ran (SPEC, Determinism: a program that sleeps between its frees and
+ * its next mallocs got other addresses on another run). */
 static size_t purge_run(size_t idx)
 {
 	page_t *h = P(idx);
 	size_t n = h->npages, done = 0;
-	bin_remove(idx);                    /* to the clean set (bin_remove counts it off dirty_runs) */
 	for (size_t i = idx; i < idx + n;) {
 		if (!(P(i)->flags & PF_DIRTY)) { i++; continue; }
 		size_t j = i;
@@ -30,10 +35,13 @@ static size_t purge_run(size_t idx)
 		done += j - i;
 		i = j;
 	}
-	h->flags &= (uint8_t)~PF_RUNDIRTY;
+	/* unmapped served pages in it (PROT_NONE islands) become plain free pages again: their
+	 * kernel mappings merge back into the range's (SPEC, Scale) */
+	range_open(idx, idx + n);
+	h->stamp = CLEAN_STAMP;
+	R.dirty_runs--;
 	R.committed -= done;
 	R.purged += done;
-	run_insert_free(idx, n, CLEAN_STAMP, false);     /* merges with the clean runs beside it */
 	return done;
 }
 
@@ -47,7 +55,8 @@ size_t purge_locked(bool all)
 	for (unsigned b = 0; b < NBINS; b++) {
 		for (uint32_t i = R.bin[1][b], nx; i; i = nx) {
 			page_t *h = P(i - 1);
-			nx = h->next;                   /* purge_run moves h to the clean set */
+			nx = h->next;
+			if (h->stamp == CLEAN_STAMP) continue;          /* purged already */
 			uint32_t age = (uint32_t)now - h->stamp;        /* wraps safely every 49 days */
 			if (all || age >= G.cfg.purge_ms)
 				done += purge_run(i - 1);
@@ -189,7 +198,23 @@ void purger_start(void)
  * lock (pthread_create allocates). */
 bool purger_wanted_locked(void)
 {
-	if (purger || !R.dirty_runs || !G.cfg.purge_ms || G.slow_only || locks_held) return false;
+	if (purger || !R.dirty_runs || !G.cfg.purge_ms || G.slow_only) return false;
+	if (locks_held) {
+		/* for whoever drops the lock (region_purger_kick): a program that frees into an
+		 * abandoned heap and then idles would otherwise keep the pages for good */
+		atomic_store_explicit(&purger_deferred, 1, memory_order_relaxed);
+		return false;
+	}
+	atomic_store_explicit(&purger_deferred, 0, memory_order_relaxed);
 	purger = 1;
 	return true;
+}
+
+void region_purger_kick(void)
+{
+	if (likely(!atomic_load_explicit(&purger_deferred, memory_order_relaxed)) || locks_held) return;
+	range_lock();
+	bool start = purger_wanted_locked();
+	range_unlock();
+	if (start) purger_start();
 }

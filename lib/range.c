@@ -21,6 +21,7 @@ static struct {
 	contig_collision_t coll[CONTIG_STATS_COLLISIONS];
 	size_t notified;            /* collisions passed to the callback */
 	char *meta_cur, *meta_end;  /* metadata bump area */
+	size_t none_islands;        /* runs of PF_NONE pages side by side: kernel mappings of their own */
 } R;
 
 static contig_collision_fn coll_fn;
@@ -41,6 +42,7 @@ static inline page_t *P(size_t idx) { return &G.pages[idx]; }
 
 #define META_SPANS 4096
 #define RLIMIT_RANGE_MIN ((uint64_t)4 << 30)   /* under RLIMIT_AS, the range is cut to no less than this */
+#define RANGE_NONE_ISLANDS 256                 /* PROT_NONE islands of unmapped served pages, at most */
 static range_span_t meta_span[META_SPANS];
 static size_t nmeta_span;
 
@@ -511,26 +513,61 @@ int range_init(void)
 	}
 	return 0;
 }
+static bool is_none(size_t i) { return i < G.npages && (P(i)->flags & PF_NONE); }
+
+/* Pages [a, b) become PF_NONE (set) or stop being so: the count of PF_NONE islands follows. */
+static void none_mark(size_t a, size_t b, bool set)
+{
+	bool left = a > 0 && is_none(a - 1), right = is_none(b);
+	for (size_t i = a; i < b; i++) {
+		if (set) P(i)->flags |= PF_NONE;
+		else P(i)->flags &= (uint8_t)~PF_NONE;
+	}
+	if (set) R.none_islands = R.none_islands + 1 - left - right;
+	else if (left && right) R.none_islands++;
+	else if (!left && !right && R.none_islands) R.none_islands--;
+}
+
 /* Our own anonymous mapping back over pages [a, b), as the range had it, except that pages
  * below the frontier come back PROT_NONE: the caller unmapped them, so touching them must fault
- * as it would with the kernel. They are made RW again when the heap hands them out (PF_NONE). */
+ * as it would with the kernel. They are made RW again when the heap hands them out (PF_NONE).
+ * Each such island is two kernel mappings more (itself, and the split of the RW mapping it
+ * sits in); past RANGE_NONE_ISLANDS of them, unmapped pages come back RW and empty instead,
+ * as SPEC's Scale rule prefers: a program that unmaps thousands of small mappings between
+ * live blocks must not reach vm.max_map_count (65530) through the library. */
 void range_restore(size_t a, size_t b)
 {
 	uintptr_t lo = page_addr(a);
 	size_t len = (b - a) << PAGE_SHIFT;
 	if (a >= R.frontier && a >= R.reserved_end) { os_munmap((void *)lo, len); return; }  /* lazy part */
+	if (a < R.frontier && R.none_islands >= RANGE_NONE_ISLANDS && !is_none(a - 1) && !is_none(b)) {
+		os_map_over_rw(lo, len);
+		return;
+	}
 	os_mmap((void *)lo, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
-	if (a < R.frontier)
-		for (size_t i = a; i < b; i++) P(i)->flags |= PF_NONE;
+	if (a < R.frontier) none_mark(a, b, true);
+}
+
+/* Pages [a, b), PF_NONE or not, are the caller's for a fixed mapping now (region_fixed_take). */
+void range_none_forget(size_t a, size_t b)
+{
+	for (size_t i = a; i < b;) {
+		if (!is_none(i)) { i++; continue; }
+		size_t j = i;
+		while (j < b && is_none(j)) j++;
+		none_mark(i, j, false);
+		i = j;
+	}
 }
 
 /* Pages [a, b) are about to be handed out: make the PROT_NONE ones usable again. */
 void range_open(size_t a, size_t b)
 {
 	for (size_t i = a; i < b;) {
-		if (!(P(i)->flags & PF_NONE)) { i++; continue; }
+		if (!is_none(i)) { i++; continue; }
 		size_t j = i;
-		while (j < b && (P(j)->flags & PF_NONE)) P(j++)->flags &= (uint8_t)~PF_NONE;
+		while (j < b && is_none(j)) j++;
+		none_mark(i, j, false);
 		os_commit(page_addr(i), (j - i) << PAGE_SHIFT);
 		i = j;
 	}

@@ -42,6 +42,7 @@ HIDDEN int range_grow(size_t n, range_usable_fn add);
  * frontier they come back PROT_NONE, flagged PF_NONE), and PF_NONE pages made usable again. */
 HIDDEN void range_restore(size_t a, size_t b);
 HIDDEN void range_open(size_t a, size_t b);
+HIDDEN void range_none_forget(size_t a, size_t b);
 
 /* Collisions: record one found elsewhere (takes the lock), and pass new ones to the callback
  * (call without the lock: the callback may allocate). */

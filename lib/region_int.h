@@ -10,10 +10,12 @@
 #define CLEAN_STAMP UINT32_MAX      /* stamp of a free run with no dirty page */
 
 typedef struct region_state {
-	/* Free runs by size, in two sets: [1] runs that may hold dirty pages, [0] clean ones.
-	 * A fit looks in the dirty set first: memory already committed is used again before
-	 * clean pages are touched, so a program that frees and allocates runs of varying sizes
-	 * keeps its resident set near its live set instead of walking through the range. */
+	/* Free runs by size, in two sets: [1] recycled runs (freed since the range grew; their
+	 * dirty pages may have been purged since), [0] fresh ones. A block's fit looks in the
+	 * recycled set first: memory already committed is used again before fresh pages are
+	 * touched, so a program that frees and allocates runs of varying sizes keeps its resident
+	 * set near its live set instead of walking through the range. Purging leaves a run in its
+	 * set, so the fit never depends on when the purger ran. */
 	uint32_t bin[2][NBINS];     /* first free run of each bin (index + 1) */
 	uint64_t binmask[2];        /* bit b set when bin b is non-empty */
 	size_t committed;           /* pages live or dirty */
@@ -25,7 +27,7 @@ typedef struct region_state {
 	uint64_t large_allocs;      /* large blocks ever made */
 	size_t mmap_bytes, fallback_bytes;
 	uint64_t next_purge;        /* ms clock of the next due purge; UINT64_MAX none */
-	uint32_t dirty_runs;        /* free runs that may hold dirty pages */
+	uint32_t dirty_runs;        /* recycled free runs that may hold dirty pages (stamp not CLEAN_STAMP) */
 	uint64_t *bitmaps;          /* unused metadata chunks, linked through remote_t.chunk_next */
 } region_state_t;
 

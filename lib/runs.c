@@ -79,13 +79,16 @@ void bin_remove(size_t idx)
 	else R.bin[d][b] = h->next;
 	if (h->next) P(h->next - 1)->prev = h->prev;
 	if (!R.bin[d][b]) R.binmask[d] &= ~(1ull << b);
-	if (d) R.dirty_runs--;
+	if (d && h->stamp != CLEAN_STAMP) R.dirty_runs--;
 }
 
 /* Make [idx, idx+n) one free run in its bin, merging with free neighbours of the same kind:
- * dirty with dirty, clean with clean. A dirty run merged into the clean top of the heap would
- * make the whole top "dirty", and runs taken from its far end would touch new memory while
- * freed memory waits for the purger (a string builder's heap grew to 4x its live size so). */
+ * recycled with recycled (dirty: freed since the range grew, purged since or not), fresh with
+ * fresh. A recycled run merged into the fresh top of the heap would make the whole top
+ * "recycled", and runs taken from its far end would touch new memory while freed memory waits
+ * for the purger (a string builder's heap grew to 4x its live size so). Which kind a run is
+ * follows from the calls alone, never from when the purger ran: placement is deterministic. A
+ * recycled run with stamp CLEAN_STAMP has no dirty page (purged). */
 void run_insert_free(size_t idx, size_t n, uint32_t stamp, bool dirty)
 {
 	if (idx > 0 && P(idx - 1)->kind == PK_FREE) {
@@ -118,7 +121,7 @@ void run_insert_free(size_t idx, size_t n, uint32_t stamp, bool dirty)
 		t->npages = (uint32_t)n;
 		t->head_off = (uint32_t)(n - 1);
 	}
-	if (dirty) {
+	if (dirty && h->stamp != CLEAN_STAMP) {
 		R.dirty_runs++;
 		purge_due_locked();
 	}
@@ -190,7 +193,7 @@ refit:
 	size_t clean = 0;
 	for (size_t i = take; i < take + n; i++) clean += !(P(i)->flags & PF_DIRTY);
 	if (R.limit && R.committed + clean > R.limit && !purged) {
-		/* everything free is clean after this, and purged runs merge: fit again */
+		/* every free page is clean after this: fit again */
 		if (!limit_make_room_locked(n)) goto fail;
 		purged = true;
 		goto refit;
@@ -271,7 +274,17 @@ fail:
 	return NULL;
 }
 
-static void free_locked(page_t *h)
+/* Dirty pages just joined the free runs: purge them at once under CONTIG_PURGE_MS=0, else what
+ * is due. Whether the purger thread must be started, once the lock is dropped. */
+static bool dirtied_locked(void)
+{
+	if (G.cfg.purge_ms == 0) purge_locked(true);
+	else maybe_purge_locked();
+	return purger_wanted_locked();
+}
+
+/* Whether the purger must be started once the lock is dropped. */
+static bool free_locked(page_t *h)
 {
 	size_t idx = page_idx(h), n = run_len(h);
 	uint8_t was = h->kind;
@@ -293,8 +306,7 @@ static void free_locked(page_t *h)
 	}
 	h->flags |= PF_DIRTY;
 	run_insert_free(idx, n, now_stamp(), true);
-	if (G.cfg.purge_ms == 0) purge_locked(true);
-	else maybe_purge_locked();
+	return dirtied_locked();
 }
 void region_free(page_t *h)
 {
@@ -302,9 +314,7 @@ void region_free(page_t *h)
 	 * stops it at the lock below takes the block for one going away, not for a leak. */
 	if (h->kind == PK_LARGE) __atomic_store_n(&h->asked, 0, __ATOMIC_RELAXED);
 	range_lock();
-	bool start;
-	free_locked(h);
-	start = purger_wanted_locked();
+	bool start = free_locked(h);
 	range_unlock();
 	if (start) purger_start();
 }
@@ -325,6 +335,7 @@ int region_resize(page_t *h, size_t newn)
 {
 	size_t idx = page_idx(h), n = h->npages;
 	int ret = -1;
+	bool start = false;
 	if (newn == n) return 0;
 	range_lock();
 	if (newn < n) {
@@ -334,6 +345,7 @@ int region_resize(page_t *h, size_t newn)
 		if (h->kind == PK_MMAP) R.mmap_bytes -= (n - newn) << PAGE_SHIFT;
 		P(tail)->kind = PK_FREE;
 		run_insert_free(tail, n - newn, now_stamp(), true);
+		start = dirtied_locked();               /* the tail goes back as a freed block's would */
 		ret = 0;
 		goto out;
 	}
@@ -348,7 +360,14 @@ int region_resize(page_t *h, size_t newn)
 	if (have < need) goto out;
 	size_t clean = 0;
 	for (size_t i = nx; i < nx + need; i++) clean += !(P(i)->flags & PF_DIRTY);
-	if (R.limit && R.committed + clean > R.limit) { R.limit_hits++; goto out; }
+	if (R.limit && R.committed + clean > R.limit) {
+		/* SPEC: what can be returned is, before a request fails at the limit. Purging leaves
+		 * every run where it is, so the pages after us are still free and still ours to take. */
+		purge_locked(true);
+		clean = need;
+		if (R.committed + clean > R.limit) goto out;   /* not a hit yet: realloc moves the block,
+		                                                  and region_alloc counts it if that fails */
+	}
 	/* take the free runs after us up to need pages */
 	for (size_t at = nx; at < nx + need;) {
 		size_t flen = P(at)->npages;
@@ -379,6 +398,7 @@ int region_resize(page_t *h, size_t newn)
 	ret = 0;
 out:
 	range_unlock();
+	if (start) purger_start();
 	return ret;
 }
 
@@ -420,7 +440,9 @@ page_t *region_trim(page_t *h, size_t lead, size_t keep)
 		run_insert_free(idx + lead + keep, n - lead - keep, now_stamp(), true);
 	}
 	if (nh->kind == PK_LARGE) R.large_bytes -= (n - keep) << PAGE_SHIFT;
+	bool start = dirtied_locked();
 	range_unlock();
+	if (start) purger_start();
 	return nh;
 }
 

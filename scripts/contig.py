@@ -389,10 +389,6 @@ def effective_config(env):
             c["base"] = (a + GRANULE - 1) & ~(GRANULE - 1)
             if a % GRANULE:
                 why.append('CONTIG_BASE="%s" is rounded up to the 64K granule' % v)
-    if c["base"] + c["size"] > USER_TOP and c["base"] != DEFAULT_BASE and DEFAULT_BASE + c["size"] <= USER_TOP:
-        why.append('CONTIG_BASE="%s" with CONTIG_SIZE %s goes beyond the last address the kernel maps'
-                   % (env.get("CONTIG_BASE"), human(c["size"])))
-        c["base"] = DEFAULT_BASE
     if c["base"] + c["size"] > USER_TOP:
         c["size"] = (USER_TOP - c["base"]) & ~(GRANULE - 1)
         why.append("CONTIG_SIZE is clipped to end at the last address the kernel maps")

@@ -6,13 +6,14 @@
 preload_tests = \
 	preload/entry.sh preload/calloc.sh preload/errors.sh preload/realloc.sh preload/threads.sh \
 	preload/fork.sh preload/cxx.sh preload/misuse.sh preload/env.sh preload/stats.sh \
-	preload/symbols.sh preload/python.sh preload/sqlite.sh preload/gcc.sh preload/gxx.sh
+	preload/symbols.sh preload/python.sh preload/sqlite.sh preload/gcc.sh preload/gxx.sh \
+	preload/determinism.sh
 TESTS += $(preload_tests)
 EXTRA_DIST += $(preload_tests) preload/lib.sh preload/expected-symbols.txt \
 	preload/python-objects.py preload/sqlite-workload.sql
 
 check_PROGRAMS += preload/t-entry preload/t-calloc preload/t-errors preload/t-realloc \
-	preload/t-threads preload/t-fork preload/t-cxx preload/t-misuse preload/t-basic
+	preload/t-threads preload/t-fork preload/t-cxx preload/t-misuse preload/t-basic preload/t-determ
 
 # The compiler must not fold or drop the calls under test (malloc(SIZE_MAX), malloc+free pairs).
 preload_cflags = $(WARN_CFLAGS) -pthread -fno-builtin-malloc -fno-builtin-calloc \
@@ -34,6 +35,9 @@ preload_t_errors_CFLAGS = $(preload_cflags)
 
 preload_t_realloc_SOURCES = preload/t-realloc.c $(preload_util)
 preload_t_realloc_CFLAGS = $(preload_cflags)
+
+preload_t_determ_SOURCES = preload/t-determ.c
+preload_t_determ_CFLAGS = $(preload_cflags)
 
 preload_t_threads_SOURCES = preload/t-threads.c $(preload_util)
 preload_t_threads_CFLAGS = $(preload_cflags)

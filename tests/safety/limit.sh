@@ -15,6 +15,10 @@ fi
 run CONTIG_LIMIT=64M CONTIG_VERBOSE=1 "$t" 64
 grep -q '^libcontig: CONTIG_LIMIT reached' "$TMPD/err" || bad "CONTIG_VERBOSE=1 does not log the limit hits"
 
+# realloc growth in place returns freed pages before it gives up
+run CONTIG_LIMIT=100M CONTIG_PURGE_MS=60000 "$t" grow
+expect_rc "CONTIG_LIMIT=100M t-limit grow" 0 && cat "$TMPD/out"
+
 cxx="$TESTS_BUILDDIR/safety/t-limit-cxx"
 if [ -x "$cxx" ]; then
 	run CONTIG_LIMIT=64M "$cxx"

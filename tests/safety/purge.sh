@@ -3,7 +3,9 @@
 # to the OS (RSS from /proc/self/statm within 32 MiB of the start) within CONTIG_PURGE_MS with no
 # further call (default 100 ms and 50 ms; sleep 3x), at once with CONTIG_PURGE_MS=0, and at once
 # on malloc_trim(0) and contig_purge() while CONTIG_PURGE_MS=60000 keeps the purger away (t-purge
-# checks the memory is still resident before the call). The JSON counts the purged bytes.
+# checks the memory is still resident before the call). The JSON counts the purged bytes. The tail
+# a realloc cuts off goes back at once under CONTIG_PURGE_MS=0; an exited thread's blocks freed by
+# another thread go back in time with no further call.
 . "${TESTS_SRCDIR:-$(dirname "$0")/..}/safety/common.sh"
 
 t=$(prog t-purge)
@@ -20,6 +22,10 @@ run CONTIG_PURGE_MS=60000 "$t" trim
 expect_rc "CONTIG_PURGE_MS=60000 t-purge trim" 0 && cat "$TMPD/out"
 run CONTIG_PURGE_MS=60000 "$t" purge
 expect_rc "CONTIG_PURGE_MS=60000 t-purge purge" 0 && cat "$TMPD/out"
+run CONTIG_PURGE_MS=0 "$t" shrink
+expect_rc "CONTIG_PURGE_MS=0 t-purge shrink" 0 && cat "$TMPD/out"
+run "$t" orphan
+expect_rc "default CONTIG_PURGE_MS, t-purge orphan" 0 && cat "$TMPD/out"
 # The rule can fail: with a 60 s delay and no call, memory stays resident.
 run CONTIG_PURGE_MS=60000 "$t" zero
 [ $rc -ne 0 ] || bad "with CONTIG_PURGE_MS=60000 the memory came back at once: the delay is not honoured"

@@ -5,9 +5,15 @@
  *   zero:  at once (run with CONTIG_PURGE_MS=0)
  *   trim:  at once after malloc_trim(0)    (run with CONTIG_PURGE_MS=60000: before the call the
  *   purge: at once after contig_purge()     memory must still be resident, so only the call
- *                                           can explain the drop) */
+ *                                           can explain the drop)
+ *   shrink: one 512 MiB block cut to 1 MiB by realloc gives its tail back at once (run with
+ *          CONTIG_PURGE_MS=0; the tail was put in the free runs without a purge)
+ *   orphan: 512 MiB of 1000-byte blocks from a thread that then exits, freed by the main
+ *          thread, back after 3 x CONTIG_PURGE_MS with no further call (the frees drain the
+ *          exited thread's heap under its lock, where the purger could not be started) */
 #include <dlfcn.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +41,52 @@ static void sleep_ms(long ms)
 		;
 }
 
+static int shrink(size_t start)
+{
+	char *b = malloc(512 * MIB);
+	CHECK(b != NULL, "malloc(512 MiB) failed");
+	memset(b, 1, 512 * MIB);
+	size_t full = rss();
+	b = realloc(b, MIB);
+	CHECK(b != NULL && b[MIB - 1] == 1, "realloc to 1 MiB failed");
+	size_t after = rss();
+	printf("t-purge shrink: RSS %zu MiB at start, %zu MiB with 512 MiB live, %zu MiB after realloc to 1 MiB\n",
+	       start >> 20, full >> 20, after >> 20);
+	CHECK(after <= start + 32 * MIB, "shrink: RSS %zu MiB after realloc to 1 MiB, started at %zu MiB", after >> 20, start >> 20);
+	free(b);
+	return 0;
+}
+
+#define ORPHANS (512 * MIB / 1000)
+static void *orphan_blocks[ORPHANS];
+
+static void *orphan_thread(void *arg)
+{
+	for (size_t i = 0; i < ORPHANS; i++) {
+		orphan_blocks[i] = malloc(1000);
+		CHECK(orphan_blocks[i] != NULL, "malloc(1000) failed");
+		memset(orphan_blocks[i], 1, 1000);
+	}
+	return arg;
+}
+
+static int orphan(size_t start, long ms)
+{
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, orphan_thread, NULL) == 0, "pthread_create failed");
+	pthread_join(t, NULL);
+	size_t full = rss();
+	for (size_t i = 0; i < ORPHANS; i++) free(orphan_blocks[i]);
+	sleep_ms(3 * (ms > 0 ? ms : 1) + 10);
+	for (int waited = 0; rss() > start + 32 * MIB && waited < 1000; waited += 20)
+		sleep_ms(20);
+	size_t after = rss();
+	printf("t-purge orphan: RSS %zu MiB at start, %zu MiB with an exited thread's 512 MiB, %zu MiB after freeing\n",
+	       start >> 20, full >> 20, after >> 20);
+	CHECK(after <= start + 32 * MIB, "orphan: RSS %zu MiB after freeing everything, started at %zu MiB", after >> 20, start >> 20);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static void *blk[NBLK];
@@ -46,6 +98,8 @@ int main(int argc, char **argv)
 	tu_init();
 	(void)rss();                     /* stdio's buffers, before measuring */
 	start = rss();
+	if (strcmp(mode, "shrink") == 0) return shrink(start);
+	if (strcmp(mode, "orphan") == 0) return orphan(start, ms);
 	for (size_t i = 0; i < NBLK; i++) {
 		blk[i] = malloc(BLK);
 		CHECK(blk[i] != NULL, "malloc(64 KiB) failed after %zu MiB", i * BLK >> 20);
