@@ -137,7 +137,7 @@ static size_t fallback_find(const void *p, bool take)
 /* e: errno before the range was tried (a failed try set it; a served block keeps it) */
 static void *fallback_or_enomem(size_t n, size_t align, int zero, int e)
 {
-	if (G.cfg.fallback_system) {
+	if (G.cfg.fallback_system && !limit_refused) {
 		void *p = fallback_alloc(n, align, zero);
 		if (p) { errno = e; return p; }
 	}

@@ -180,6 +180,10 @@ extern HIDDEN contig_global_t G;
 /* Locks of the library this thread holds: while non-zero it must not start a thread
  * (pthread_create allocates, and would wait on a lock this thread holds). */
 extern HIDDEN __thread int locks_held __attribute__((tls_model("initial-exec")));
+/* Set when this thread's last request was refused by CONTIG_LIMIT (not by a full range): such a
+ * request fails with ENOMEM even under CONTIG_FALLBACK=system, or the fallback would take the
+ * memory the limit is there to keep (a cgroup's OOM kill). */
+extern HIDDEN __thread int limit_refused __attribute__((tls_model("initial-exec")));
 
 static inline bool range_has(const void *p) { return (uintptr_t)p - G.base < G.size; }
 static inline size_t page_index(const void *p) { return ((uintptr_t)p - G.base) >> PAGE_SHIFT; }

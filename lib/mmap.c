@@ -274,7 +274,7 @@ void *mm_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 	size_t np = align_up(len, PAGE_SIZE) >> PAGE_SHIFT;
 	page_t *h = len <= G.size ? region_alloc(np, PK_MMAP, RUN_ZERO) : NULL;
 	if (!h) {
-		if (G.cfg.fallback_system) {
+		if (G.cfg.fallback_system && !limit_refused) {
 			void *p = outside_mmap(NULL, len, prot, flags, fd, off);
 			if (p != MAP_FAILED) region_count_fallback(align_up(len, OS_PAGE));
 			return p;

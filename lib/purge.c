@@ -96,6 +96,7 @@ bool limit_make_room_locked(size_t n)
 {
 	purge_locked(true);
 	if (R.committed + n <= R.limit) return true;
+	limit_refused = 1;
 	R.limit_hits++;
 	if (G.cfg.verbose) log_line("CONTIG_LIMIT reached: allocation refused with ENOMEM");
 	return false;

@@ -172,6 +172,7 @@ page_t *region_alloc(size_t n, uint8_t kind, int flags)
 {
 	page_t *h = NULL;
 	size_t idx;
+	limit_refused = 0;
 	if (n == 0 || n > G.npages) { errno = ENOMEM; return NULL; }
 	range_lock();
 	maybe_purge_locked();

@@ -15,6 +15,10 @@ fi
 run CONTIG_LIMIT=64M CONTIG_VERBOSE=1 "$t" 64
 grep -q '^libcontig: CONTIG_LIMIT reached' "$TMPD/err" || bad "CONTIG_VERBOSE=1 does not log the limit hits"
 
+# CONTIG_FALLBACK=system serves what the range cannot, never what the limit refuses
+run CONTIG_LIMIT=64M CONTIG_FALLBACK=system "$t" 64
+expect_rc "CONTIG_LIMIT=64M CONTIG_FALLBACK=system t-limit" 0 && cat "$TMPD/out"
+
 # realloc growth in place returns freed pages before it gives up
 run CONTIG_LIMIT=100M CONTIG_PURGE_MS=60000 "$t" grow
 expect_rc "CONTIG_LIMIT=100M t-limit grow" 0 && cat "$TMPD/out"

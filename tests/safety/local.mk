@@ -74,10 +74,10 @@ EXTRA_safety_t_example_DEPENDENCIES = $(top_srcdir)/docs/example.c
 
 TESTS += safety/ulimit.sh safety/collide-start.sh safety/collide-grow.sh safety/collide-maps.sh \
 	safety/mmap-calls.sh safety/mmap-semantics.sh safety/mix-threads.sh safety/fallback.sh \
-	safety/limit.sh safety/cgroup.sh safety/purge.sh safety/stats-json.sh safety/leaks.sh \
+	safety/limit.sh safety/cgroup.sh safety/cgroup-parse.sh safety/purge.sh safety/stats-json.sh safety/leaks.sh \
 	safety/t-example
 
 EXTRA_DIST += safety/common.sh safety/ulimit.sh safety/collide-start.sh safety/collide-grow.sh \
 	safety/collide-maps.sh safety/mmap-calls.sh safety/mmap-semantics.sh safety/mix-threads.sh \
-	safety/fallback.sh safety/limit.sh safety/cgroup.sh safety/purge.sh safety/stats-json.sh \
+	safety/fallback.sh safety/limit.sh safety/cgroup.sh safety/cgroup-parse.sh safety/purge.sh safety/stats-json.sh \
 	safety/leaks.sh $(top_srcdir)/docs/example.c
