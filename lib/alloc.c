@@ -349,12 +349,27 @@ size_t alloc_usable_size(const void *p)
 }
 
 /* ---- realloc ---- */
+/* The statistics count calls of the program's: a realloc that makes or frees a block counts as
+ * a realloc, not as the malloc and free it does inside. */
+static void realloc_counted(bool made, bool freed)
+{
+	heap_t *h = heap_tls;
+	if (h == &heap_none) return;
+	h->n_realloc++;
+	h->n_rmade += made;
+	h->n_rfreed += freed;
+}
+
 void *alloc_realloc(void *p, size_t n)
 {
-	if (!p) return alloc_malloc(n);
-	if (heap_tls != &heap_none) heap_tls->n_realloc++;
+	if (!p) {
+		void *q = alloc_malloc(n);
+		realloc_counted(q != NULL, false);
+		return q;
+	}
 	if (n == 0) {                          /* glibc: frees and returns NULL */
 		alloc_free(p);
+		realloc_counted(false, true);
 		return NULL;
 	}
 	if (!range_has(p)) {
@@ -364,13 +379,15 @@ void *alloc_realloc(void *p, size_t n)
 			return NULL;
 		}
 		void *q = alloc_malloc(n);
-		if (!q) return NULL;
+		if (!q) { realloc_counted(false, false); return NULL; }
 		memcpy(q, p, fl < n ? fl : n);
 		alloc_free(p);
+		realloc_counted(true, true);
 		return q;
 	}
 	page_t *h;
 	size_t old = live_size(p, &h, "realloc");
+	realloc_counted(false, false);
 	if (old == 0) { errno = ENOMEM; return NULL; }
 	if (n > G.size) goto move;             /* only a fallback block can be that big */
 	if (h->kind == PK_SMALL) {
@@ -403,6 +420,7 @@ move:;
 	if (!q) return NULL;
 	memcpy(q, p, old < n ? old : n);
 	alloc_free(p);
+	if (heap_tls != &heap_none) { heap_tls->n_rmade++; heap_tls->n_rfreed++; }
 	return q;
 }
 

@@ -664,18 +664,20 @@ void heap_collect_all(void)
 	region_purger_kick();
 }
 
-void heap_count_calls(uint64_t *f, uint64_t *r)
+void heap_count_calls(uint64_t *f, uint64_t *r, uint64_t *rm, uint64_t *rf)
 {
-	uint64_t b = 0, c = 0;
+	uint64_t b = 0, c = 0, m = 0, x = 0;
 	pthread_mutex_lock(&heaps_lock);
 	locks_held++;
 	for (heap_t *h = heaps_all; h; h = h->next_all) {
 		b += h->n_free;
 		c += h->n_realloc;
+		m += h->n_rmade;
+		x += h->n_rfreed;
 	}
 	locks_held--;
 	pthread_mutex_unlock(&heaps_lock);
-	*f = b; *r = c;
+	*f = b; *r = c; *rm = m; *rf = x;
 }
 
 /* ---- fork: no lock may be held across it, and the child keeps only the forking thread ---- */

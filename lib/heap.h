@@ -19,6 +19,8 @@ typedef struct heap {
 	uint64_t n_free;                /* frees of this heap's blocks (other threads' once collected);
 	                                   mallocs are not counted: stats.c adds the live blocks */
 	uint64_t n_realloc;             /* realloc calls on this thread */
+	uint64_t n_rmade, n_rfreed;     /* blocks those made (moved, or from NULL) and freed (moved, or
+	                                   to size 0): not malloc or free calls of the program's */
 	page_t *pages[NCLASS];          /* first page of each class list; &page_empty when none */
 	uint32_t last[NCLASS];          /* last page of each class list (index + 1; 0 when none) */
 	page_t *spare[HEAP_SPARES];     /* empty one-page runs kept for the next class that needs one */
@@ -39,7 +41,8 @@ HIDDEN void heap_fork_prepare(void);
 HIDDEN void heap_fork_parent(void);
 HIDDEN void heap_fork_child(void);
 HIDDEN void heap_collect_all(void);
-HIDDEN void heap_count_calls(uint64_t *f, uint64_t *r);   /* small-block frees, reallocs */
+HIDDEN void heap_count_calls(uint64_t *f, uint64_t *r, uint64_t *rm, uint64_t *rf);
+                                                   /* small-block frees, reallocs, blocks they made, freed */
 HIDDEN void heap_init_key(void);
 HIDDEN bool heap_tables_ok(void);                           /* the fast paths' tables match the classes */
 HIDDEN void heap_set_asked(page_t *pg, const void *p, size_t n);

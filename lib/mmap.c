@@ -580,7 +580,6 @@ static void *move_served(page_t *h, uintptr_t o, size_t oldlen, size_t newlen, i
 	if (n) {
 		n->map_hi = newlen;
 		for (size_t i = 0; i < np; i++) n[i].flags |= PF_PROT;   /* whatever it was, it came along */
-		atomic_fetch_add_explicit(&mmap_calls, 1, memory_order_relaxed);
 	}
 	if (!(flags & MREMAP_DONTUNMAP)) refill_moved(h, o, oldlen);
 	return r;
@@ -661,6 +660,7 @@ void *mm_mremap(void *old, size_t oldlen, size_t newlen, int flags, void *newadd
 	 * read-write served mapping may), so copy; the old part is readable. */
 	n = mm_mmap(NULL, newlen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (n == MAP_FAILED) return n;
+	atomic_fetch_sub_explicit(&mmap_calls, 1, memory_order_relaxed);   /* an mremap, not an mmap call */
 	memcpy(n, old, oldlen);
 	mm_munmap(old, oldlen);
 	return n;

@@ -22,8 +22,8 @@ void stats_collect(contig_stats_t *st)
 	st->range_size = G.size;
 	/* the heaps' frees before the runs' live counts: a block freed in between is then missed
 	 * by both, never counted twice (see calls_malloc below) */
-	uint64_t small_frees;
-	heap_count_calls(&small_frees, &st->calls_realloc);
+	uint64_t small_frees, rmade, rfreed;
+	heap_count_calls(&small_frees, &st->calls_realloc, &rmade, &rfreed);
 	region_get_stats(&rs);
 	st->mode = rs.range.mode;
 	st->reserved = rs.range.reserved;
@@ -62,10 +62,12 @@ void stats_collect(contig_stats_t *st)
 	 * sum fall short by a few: it never goes back below a figure already reported. */
 	static _Atomic(uint64_t) mallocs_seen;
 	uint64_t m = small_frees + small_live + rs.large_allocs;
+	m = m > rmade ? m - rmade : 0;                  /* blocks realloc made are not malloc calls */
 	uint64_t seen = atomic_load_explicit(&mallocs_seen, memory_order_relaxed);
 	while (m > seen && !atomic_compare_exchange_weak(&mallocs_seen, &seen, m)) {}
 	st->calls_malloc = m > seen ? m : seen;
 	st->calls_free = small_frees + (rs.large_allocs - rs.large_blocks);
+	st->calls_free = st->calls_free > rfreed ? st->calls_free - rfreed : 0;
 	st->calls_mmap = mm_calls();
 }
 

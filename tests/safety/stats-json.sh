@@ -34,6 +34,10 @@ if expect_rc "CONTIG_STATS=json t-stats" 0; then
 		bad "CONTIG_STATS=json: wrong JSON"
 fi
 
+# exact call counts (realloc counted as realloc only) need no purger thread
+run CONTIG_PURGE_MS=0 "$t"
+expect_rc "CONTIG_PURGE_MS=0 t-stats" 0 && grep reallocs "$TMPD/out"
+
 run CONTIG_STATS=json CONTIG_STATS_FILE="$TMPD/file.json" "$t"
 expect_rc "CONTIG_STATS_FILE t-stats" 0
 [ -s "$TMPD/file.json" ] || bad "CONTIG_STATS_FILE: $TMPD/file.json not written"

@@ -61,6 +61,43 @@ int main(void)
 	CHECK(mi.arena >= mi.uordblks, "mallinfo2 arena %zu < uordblks %zu", mi.arena, mi.uordblks);
 	CHECK(mi.hblkhd >= 3 * (256 << 10), "mallinfo2 hblkhd %zu does not count the mmaps", mi.hblkhd);
 
+	/* realloc calls count as realloc calls only: from NULL, moving, to size 0; an mremap that
+	 * moves is no mmap call (all counted as malloc, free and mmap calls before) */
+	contig_stats_t s0, s1;
+	/* The purger thread (started by the first freed pages) may make a block of its own at any
+	 * time: exact counts need CONTIG_PURGE_MS=0, where there is none (stats-json.sh runs both). */
+	const char *pms = getenv("CONTIG_PURGE_MS");
+	unsigned long slack = pms && strcmp(pms, "0") == 0 ? 0 : 1;
+	memset(&s0, 0, sizeof s0);
+	s0.size = sizeof s0;
+	s1 = s0;
+	CHECK(get(&s0) == 0, "contig_get_stats failed");
+	void *volatile null = NULL;                             /* (the compiler folds realloc(NULL, n)) */
+	void *q = realloc(null, 100);                           /* made from NULL */
+	q = realloc(q, 5000);                                   /* moved: another class */
+	q = realloc(q, 2 * MIB);                                /* moved: a large block */
+	CHECK(q != NULL, "realloc failed");
+	CHECK(realloc(q, 0) == NULL, "realloc to 0 did not return NULL");
+	void *mm = mmap(NULL, 64 << 10, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(mm != MAP_FAILED, "mmap failed");
+	void *blocker = mmap(NULL, 64 << 10, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(blocker != MAP_FAILED, "mmap failed");        /* most likely right after mm: mm moves */
+	void *moved = mremap(mm, 64 << 10, 1 << 20, MREMAP_MAYMOVE);
+	CHECK(moved != MAP_FAILED, "mremap failed");
+	CHECK(get(&s1) == 0, "contig_get_stats failed");
+	printf("t-stats: 4 reallocs and a moving mremap: calls malloc +%llu free +%llu realloc +%llu mmap +%llu\n",
+	       (unsigned long long)(s1.calls_malloc - s0.calls_malloc), (unsigned long long)(s1.calls_free - s0.calls_free),
+	       (unsigned long long)(s1.calls_realloc - s0.calls_realloc), (unsigned long long)(s1.calls_mmap - s0.calls_mmap));
+	CHECK(s1.calls_realloc - s0.calls_realloc == 4, "4 realloc calls counted as %llu",
+	      (unsigned long long)(s1.calls_realloc - s0.calls_realloc));
+	CHECK(s1.calls_malloc - s0.calls_malloc <= slack && s1.calls_free == s0.calls_free,
+	      "realloc calls counted as malloc (+%llu) or free (+%llu) calls", (unsigned long long)(s1.calls_malloc - s0.calls_malloc),
+	      (unsigned long long)(s1.calls_free - s0.calls_free));
+	CHECK(s1.calls_mmap - s0.calls_mmap == 2, "two mmaps and a moving mremap counted as %llu mmap calls",
+	      (unsigned long long)(s1.calls_mmap - s0.calls_mmap));
+	munmap(moved, 1 << 20);
+	munmap(blocker, 64 << 10);
+
 	/* mallinfo2 follows the heap: +10 MiB live, then back */
 	void *ten = malloc(10 * MIB);
 	struct mallinfo2 m2 = mallinfo2();
