@@ -157,17 +157,10 @@ static void *large_alloc(size_t n, size_t align, int zero)
 	if (maps_beyond_memory(n)) { errno = ENOMEM; return NULL; }
 	if (n > G.size) return fallback_or_enomem(n, align, zero, e);
 	size_t np = (align_up(n ? n : 1, PAGE_SIZE)) >> PAGE_SHIFT;    /* size 0 still gets a page */
-	size_t extra = align > PAGE_SIZE ? (align >> PAGE_SHIFT) - 1 : 0;
 	/* while leaks are checked every block starts zeroed: no stale pointer in what the caller
 	 * has not written yet keeps a lost block reachable (small blocks: leak_note_new) */
-	page_t *h = region_alloc(np + extra, PK_LARGE, zero || G.slow_only ? RUN_ZERO : 0);
+	page_t *h = region_alloc_aligned(np, align, PK_LARGE, zero || G.slow_only ? RUN_ZERO : 0);
 	if (!h) return fallback_or_enomem(n, align, zero, e);
-	if (extra) {
-		uintptr_t a = page_addr(page_idx(h));
-		uintptr_t want = align_up(a, align);
-		size_t lead = (want - a) >> PAGE_SHIFT;
-		h = region_trim(h, lead, np);
-	}
 	h->asked = n;
 	void *p = (void *)page_addr(page_idx(h));
 	if (G.slow_only) leak_note_alloc(p, n);

@@ -11,10 +11,10 @@
 enum { RUN_ZERO = 1 };             /* caller needs the memory zeroed (PK_MMAP: decommitted instead) */
 HIDDEN int region_init(void);      /* the range, then the limit */
 HIDDEN page_t *region_alloc(size_t npages, uint8_t kind, int flags);
+HIDDEN page_t *region_alloc_aligned(size_t npages, size_t align, uint8_t kind, int flags);
 HIDDEN void region_free(page_t *head);
 HIDDEN void region_purger_kick(void);      /* start the purger if a free under a lock wanted it */
 HIDDEN int region_resize(page_t *head, size_t newpages);
-HIDDEN page_t *region_trim(page_t *head, size_t lead, size_t keep);
 HIDDEN void region_fork_child(void);
 HIDDEN void region_count_fallback(size_t bytes);
 

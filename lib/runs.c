@@ -168,20 +168,26 @@ static size_t run_len(const page_t *h)
 	return h->kind == PK_SMALL ? class_pages[h->cls] : h->npages;
 }
 
-page_t *region_alloc(size_t n, uint8_t kind, int flags)
+page_t *region_alloc(size_t n, uint8_t kind, int flags) { return region_alloc_aligned(n, 0, kind, flags); }
+
+/* n pages whose first is aligned to align bytes (a power of two; 0 or up to PAGE_SIZE: any). A
+ * free run of n + align / PAGE_SIZE - 1 pages holds such a place; only the n pages are taken
+ * (and counted against CONTIG_LIMIT), the pages before and after stay free as they were. */
+page_t *region_alloc_aligned(size_t n, size_t align, uint8_t kind, int flags)
 {
 	page_t *h = NULL;
 	size_t idx;
+	size_t extra = align > PAGE_SIZE ? (align >> PAGE_SHIFT) - 1 : 0;
 	limit_refused = 0;
-	if (n == 0 || n > G.npages) { errno = ENOMEM; return NULL; }
+	if (n == 0 || n > G.npages || extra >= G.npages - n) { errno = ENOMEM; return NULL; }
 	range_lock();
 	maybe_purge_locked();
 	bool purged = false;
 refit:
 	for (;;) {
-		idx = find_fit(n, kind);
+		idx = find_fit(n + extra, kind);
 		if (idx != SIZE_MAX) break;
-		if (range_grow(n, add_usable) != 0) goto fail;
+		if (range_grow(n + extra, add_usable) != 0) goto fail;
 	}
 	h = P(idx);
 	size_t len = h->npages;
@@ -191,6 +197,7 @@ refit:
 	 * large block's first page is then not at once a small run's, so a second free of it is
 	 * still caught, and large blocks keep free pages after them to grow into. */
 	size_t take = kind == PK_SMALL ? idx + len - n : idx;
+	if (extra) take = (align_up(page_addr(idx), align) - G.base) >> PAGE_SHIFT;   /* idx <= take <= idx + extra */
 	size_t clean = 0;
 	for (size_t i = take; i < take + n; i++) clean += !(P(i)->flags & PF_DIRTY);
 	if (R.limit && R.committed + clean > R.limit && !purged) {
@@ -200,7 +207,8 @@ refit:
 		goto refit;
 	}
 	bin_remove(idx);
-	size_t rest = take == idx ? idx + n : idx;
+	size_t lead = take - idx, tail = len - lead - n;    /* free pages before and after ours */
+	size_t run0 = idx;
 	idx = take;
 	h = P(idx);
 	for (size_t i = idx; i < idx + n; i++) {
@@ -211,10 +219,14 @@ refit:
 		pg->kind = PK_CONT;             /* the head's kind is set last, once its fields are */
 		pg->head_off = (uint32_t)(i - idx);
 	}
-	if (len > n) {
-		/* the rest stays free, with the state it had (its neighbours are not free: no merge) */
-		P(rest)->kind = PK_FREE;
-		run_insert_free(rest, len - n, dirty ? stamp : CLEAN_STAMP, dirty);
+	/* the rest stays free, with the state it had (its other neighbours are not free: no merge) */
+	if (lead) {
+		P(run0)->kind = PK_FREE;
+		run_insert_free(run0, lead, dirty ? stamp : CLEAN_STAMP, dirty);
+	}
+	if (tail) {
+		P(idx + n)->kind = PK_FREE;
+		run_insert_free(idx + n, tail, dirty ? stamp : CLEAN_STAMP, dirty);
 	}
 	R.committed += clean;
 	if (R.committed > R.committed_peak) R.committed_peak = R.committed;
@@ -418,33 +430,6 @@ void region_get_stats(region_stats_t *rs)
 	rs->mmap_bytes = R.mmap_bytes;
 	rs->fallback_bytes = R.fallback_bytes;
 	range_unlock();
-}
-
-/* Cut a live PK_LARGE run down to pages [lead, lead+keep) of it, freeing the rest. */
-page_t *region_trim(page_t *h, size_t lead, size_t keep)
-{
-	size_t idx = page_idx(h), n = h->npages;
-	page_t *nh = P(idx + lead);
-	range_lock();
-	nh->npages = (uint32_t)keep;
-	nh->usable = keep << PAGE_SHIFT;
-	if (lead) {
-		nh->asked = h->asked;
-		nh->head_off = 0;
-		for (size_t i = 1; i < keep; i++) P(idx + lead + i)->head_off = (uint32_t)i;
-		__atomic_store_n(&nh->kind, h->kind, __ATOMIC_RELEASE);   /* last, as in region_alloc */
-		h->kind = PK_FREE;
-		run_insert_free(idx, lead, now_stamp(), true);
-	}
-	if (lead + keep < n) {
-		P(idx + lead + keep)->kind = PK_FREE;
-		run_insert_free(idx + lead + keep, n - lead - keep, now_stamp(), true);
-	}
-	if (nh->kind == PK_LARGE) R.large_bytes -= (n - keep) << PAGE_SHIFT;
-	bool start = dirtied_locked();
-	range_unlock();
-	if (start) purger_start();
-	return nh;
 }
 
 void region_count_fallback(size_t bytes)

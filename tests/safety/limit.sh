@@ -19,6 +19,10 @@ grep -q '^libcontig: CONTIG_LIMIT reached' "$TMPD/err" || bad "CONTIG_VERBOSE=1 
 run CONTIG_LIMIT=64M CONTIG_FALLBACK=system "$t" 64
 expect_rc "CONTIG_LIMIT=64M CONTIG_FALLBACK=system t-limit" 0 && cat "$TMPD/out"
 
+# aligned blocks: only the pages taken count, not the room searched for an aligned place
+run CONTIG_LIMIT=64M "$t" aligned
+expect_rc "CONTIG_LIMIT=64M t-limit aligned" 0 && cat "$TMPD/out"
+
 # realloc growth in place returns freed pages before it gives up
 run CONTIG_LIMIT=100M CONTIG_PURGE_MS=60000 "$t" grow
 expect_rc "CONTIG_LIMIT=100M t-limit grow" 0 && cat "$TMPD/out"
