@@ -45,12 +45,23 @@ void stats_collect(contig_stats_t *st)
 	st->collisions = rs.range.collisions;
 	memcpy(st->collision, rs.range.coll, sizeof st->collision);
 	size_t frontier = rs.range.mapped >> PAGE_SHIFT;
+	uint64_t pending = 0;               /* blocks other threads freed, not taken back by their owner */
 	for (size_t i = 0; i < frontier; i++) {
 		const page_t *pg = &G.pages[i];
-		if (pg->kind == PK_SMALL) {
-			st->live_blocks += pg->used & USED_MASK;
-			st->live_bytes += (size_t)(pg->used & USED_MASK) * pg->block_size;
+		if (pg->kind != PK_SMALL) continue;
+		uint64_t used = pg->used & USED_MASK, pend = 0;
+		if (__atomic_load_n(&pg->owner, __ATOMIC_RELAXED) & PAGE_REMOTE) {
+			/* a run other threads free into: their frees count as frees at once, not when the
+			 * owner next looks at the run (an owner that never mallocs that size again, or
+			 * waits for good, would leave them live in the figures) */
+			const _Atomic(uint64_t) *freed = page_freed(pg);
+			for (size_t w = 0; w < (class_blocks[pg->cls] + 63u) / 64; w++)
+				pend += (uint64_t)__builtin_popcountll(atomic_load_explicit(&freed[w], memory_order_relaxed));
+			if (pend > used) pend = used;
 		}
+		pending += pend;
+		st->live_blocks += used - pend;
+		st->live_bytes += (size_t)(used - pend) * pg->block_size;
 	}
 	size_t small_live = st->live_blocks;
 	st->live_blocks += rs.large_blocks;
@@ -61,12 +72,12 @@ void stats_collect(contig_stats_t *st)
 	 * While other threads run, a free or a collection between the two reads above makes the
 	 * sum fall short by a few: it never goes back below a figure already reported. */
 	static _Atomic(uint64_t) mallocs_seen;
-	uint64_t m = small_frees + small_live + rs.large_allocs;
+	uint64_t m = small_frees + pending + small_live + rs.large_allocs;
 	m = m > rmade ? m - rmade : 0;                  /* blocks realloc made are not malloc calls */
 	uint64_t seen = atomic_load_explicit(&mallocs_seen, memory_order_relaxed);
 	while (m > seen && !atomic_compare_exchange_weak(&mallocs_seen, &seen, m)) {}
 	st->calls_malloc = m > seen ? m : seen;
-	st->calls_free = small_frees + (rs.large_allocs - rs.large_blocks);
+	st->calls_free = small_frees + pending + (rs.large_allocs - rs.large_blocks);
 	st->calls_free = st->calls_free > rfreed ? st->calls_free - rfreed : 0;
 	st->calls_mmap = mm_calls();
 }

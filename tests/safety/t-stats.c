@@ -5,6 +5,7 @@
  * is checked by stats-json.sh against these counts. */
 #include <dlfcn.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,24 @@
 #include "testutil.h"
 
 #define MIB ((size_t)1 << 20)
+
+#define NMADE 2000
+static void *made_blocks[NMADE];
+static int made, released;
+static pthread_mutex_t hold = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t changed = PTHREAD_COND_INITIALIZER;
+
+/* Makes NMADE blocks for main to free, then waits until main lets it go. */
+static void *maker(void *arg)
+{
+	for (int i = 0; i < NMADE; i++) made_blocks[i] = malloc(100);
+	pthread_mutex_lock(&hold);
+	made = 1;
+	pthread_cond_broadcast(&changed);
+	while (!released) pthread_cond_wait(&changed, &hold);
+	pthread_mutex_unlock(&hold);
+	return arg;
+}
 
 int main(void)
 {
@@ -97,6 +116,28 @@ int main(void)
 	      (unsigned long long)(s1.calls_mmap - s0.calls_mmap));
 	munmap(moved, 1 << 20);
 	munmap(blocker, 64 << 10);
+
+	/* Blocks another thread freed count as freed at once, not when their owner next looks at
+	 * its runs: the owner here made them and then waits. */
+	pthread_t th;
+	CHECK(pthread_create(&th, NULL, maker, NULL) == 0, "pthread_create failed");
+	pthread_mutex_lock(&hold);
+	while (!made) pthread_cond_wait(&changed, &hold);
+	pthread_mutex_unlock(&hold);
+	CHECK(get(&s0) == 0, "contig_get_stats failed");
+	for (int i = 0; i < NMADE; i++) free(made_blocks[i]);
+	CHECK(get(&s1) == 0, "contig_get_stats failed");
+	printf("t-stats: %d blocks of a waiting thread freed here: live %zu -> %zu, frees +%llu\n", NMADE,
+	       s0.live_blocks, s1.live_blocks, (unsigned long long)(s1.calls_free - s0.calls_free));
+	CHECK(s1.live_blocks + NMADE <= s0.live_blocks + 2, "live blocks %zu -> %zu after %d frees", s0.live_blocks,
+	      s1.live_blocks, NMADE);
+	CHECK(s1.calls_free - s0.calls_free >= NMADE, "%d frees counted as %llu", NMADE,
+	      (unsigned long long)(s1.calls_free - s0.calls_free));
+	pthread_mutex_lock(&hold);
+	released = 1;
+	pthread_cond_broadcast(&changed);
+	pthread_mutex_unlock(&hold);
+	pthread_join(th, NULL);
 
 	/* mallinfo2 follows the heap: +10 MiB live, then back */
 	void *ten = malloc(10 * MIB);
