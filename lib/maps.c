@@ -77,6 +77,46 @@ int maps_scan(uintptr_t lo, uintptr_t hi, maps_fn fn, void *arg)
 	return 0;
 }
 
+/* Whether the mapping that starts at lo has VM_NORESERVE ("nr" in its VmFlags line of
+ * /proc/self/smaps): 1 or 0, -1 when no such mapping or no smaps. Reads smaps up to that
+ * mapping only. */
+int maps_noreserve(uintptr_t lo)
+{
+	char buf[4096], line[512];
+	size_t ll = 0;
+	int found = 0, ret = -1;
+	int fd = os_open_read("/proc/self/smaps");
+	if (fd < 0) return -1;
+	for (;;) {
+		long n = os_read(fd, buf, sizeof buf);
+		if (n <= 0) break;
+		for (long i = 0; i < n; i++) {
+			char c = buf[i];
+			if (c != '\n') {
+				if (ll < sizeof line - 1) line[ll++] = c;
+				continue;
+			}
+			line[ll] = 0;
+			ll = 0;
+			if (!found) {
+				uintptr_t a;
+				const char *s = parse_hex(line, &a);
+				found = s && *s == '-' && a == lo;
+				continue;
+			}
+			if (strncmp(line, "VmFlags:", 8) == 0) {
+				ret = 0;
+				for (const char *s = line + 8; *s; s++)
+					if (s[0] == ' ' && s[1] == 'n' && s[2] == 'r' && (s[3] == ' ' || s[3] == 0)) ret = 1;
+				os_close(fd);
+				return ret;
+			}
+		}
+	}
+	os_close(fd);
+	return ret;
+}
+
 /* Field k (0-based) of /proc/self/statm, in bytes. */
 static size_t statm_field(int k)
 {

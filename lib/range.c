@@ -22,6 +22,7 @@ static struct {
 	size_t notified;            /* collisions passed to the callback */
 	char *meta_cur, *meta_end;  /* metadata bump area */
 	size_t none_islands;        /* runs of PF_NONE pages side by side: kernel mappings of their own */
+	int resv_nr;                /* our reservation shows VM_NORESERVE (not under overcommit mode 2) */
 } R;
 
 static contig_collision_fn coll_fn;
@@ -204,8 +205,14 @@ typedef struct foreign_scan {
 static int foreign_cb(const maps_entry_t *m, void *arg)
 {
 	foreign_scan_t *fs = arg;
-	if (fs->own_reserved && m->anon && m->perms[0] == '-' && m->perms[1] == '-' && m->perms[2] == '-')
-		return 0;
+	if (fs->own_reserved && m->anon && m->perms[0] == '-' && m->perms[1] == '-' && m->perms[2] == '-') {
+		/* Our reservation, as a rule: one PROT_NONE mapping over the pages about to be used.
+		 * One that covers only part of them sits beside another mapping there: a PROT_NONE
+		 * mapping put over our reservation by a raw system call (without MAP_NORESERVE, which
+		 * ours has) must not be taken for it, or its pages would be handed out. */
+		if ((m->lo <= fs->lo && m->hi >= fs->hi) || !R.resv_nr || maps_noreserve(m->lo) != 0)
+			return 0;
+	}
 	uintptr_t lo = m->lo < fs->clo ? fs->clo : m->lo;
 	uintptr_t hi = m->hi > fs->chi ? fs->chi : m->hi;
 	bool known = true;
@@ -224,7 +231,10 @@ static int foreign_cb(const maps_entry_t *m, void *arg)
 /* Scan [lo, hi) for foreign mappings, mark and record them. Returns how many were found. */
 static int scan_foreign(uintptr_t lo, uintptr_t hi, contig_route_t route, int own_reserved)
 {
-	foreign_scan_t fs = { route, own_reserved, 0, lo, hi, lo, hi, 0 };
+	/* a mapping found there is marked and recorded up to its end (as far as it lies in the
+	 * range): one collision, not one for each stretch of the range a scan looks at; never below
+	 * lo, where the pages may be the heap's */
+	foreign_scan_t fs = { route, own_reserved, 0, lo, hi, lo, G.base + (G.npages << PAGE_SHIFT), 0 };
 	maps_scan(lo, hi, foreign_cb, &fs);
 	return fs.found;
 }
@@ -488,6 +498,9 @@ int range_init(void)
 		log_line(buf);
 	}
 	R.reserved_bytes = got << PAGE_SHIFT;
+	size_t first = 0;                   /* our reservation's first page (foreign pages before it) */
+	while (first < R.reserved_end && P(first)->kind == PK_FOREIGN) first++;
+	R.resv_nr = got && first < R.reserved_end && maps_noreserve(page_addr(first)) == 1;
 	if (c->verbose) {
 		fmt_init(&b, buf, sizeof buf);
 		fmt_str(&b, "range ");

@@ -4,6 +4,9 @@
  * dlsym, so the program also runs without the library) must list a collision over them.
  *   grow: CONTIG_MODE=lazy; mmap(MAP_FIXED_NOREPLACE) at base + 64 MiB, 1 MiB (route grow)
  *   maps: CONTIG_MODE=reserve; mmap(MAP_FIXED) over reserved pages at base + 256 MiB (route maps)
+ *   none: the same with a PROT_NONE mapping (a runtime reserving its own arena; without
+ *         MAP_NORESERVE it is not the library's reservation, though it looks like it in
+ *         /proc/self/maps: its pages used to be handed out)
  *   free: any mode; mmap(MAP_FIXED) at base + 8 GiB, far beyond the heap, then free, realloc and
  *         malloc_usable_size of pointers into it, before the library has seen it: free ignores
  *         them, realloc fails with ENOMEM, the pages keep their pattern, and the mapping is
@@ -36,7 +39,7 @@ int main(int argc, char **argv)
 	static size_t len[NBLK];
 	const char *mode = argc > 1 ? argv[1] : "grow";
 	int no_detect = argc > 2 && strcmp(argv[2], "--no-detect") == 0;
-	int grow = strcmp(mode, "grow") == 0, freeing = strcmp(mode, "free") == 0;
+	int grow = strcmp(mode, "grow") == 0, freeing = strcmp(mode, "free") == 0, none = strcmp(mode, "none") == 0;
 	uintptr_t fa;
 	size_t total = 0, overlaps = 0;
 	uint64_t rng = 7;
@@ -49,7 +52,7 @@ int main(int argc, char **argv)
 		r = syscall(SYS_mmap, fa, FOREIGN_LEN, PROT_READ | PROT_WRITE,
 		            MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 	else
-		r = syscall(SYS_mmap, fa, FOREIGN_LEN, PROT_READ | PROT_WRITE,
+		r = syscall(SYS_mmap, fa, FOREIGN_LEN, none ? PROT_NONE : PROT_READ | PROT_WRITE,
 		            MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
 	if (r == -1) {
 		perror("t-collide: raw mmap");
@@ -59,7 +62,7 @@ int main(int argc, char **argv)
 		printf("t-collide: the kernel treats MAP_FIXED_NOREPLACE as a hint (%#lx): skipped\n", (unsigned long)r);
 		return 77;
 	}
-	tu_fill((void *)fa, FOREIGN_LEN, 0xf0e1);
+	if (!none) tu_fill((void *)fa, FOREIGN_LEN, 0xf0e1);
 
 	if (freeing) {
 		void *(*volatile re)(void *, size_t) = realloc;
@@ -100,7 +103,7 @@ int main(int argc, char **argv)
 	}
 	CHECK(freeing || (uintptr_t)blk[n - 1] > fa || no_detect, "the heap did not grow past the foreign mapping (last block %p)", blk[n - 1]);
 	if (!no_detect) {
-		CHECK(tu_verify((void *)fa, FOREIGN_LEN, 0xf0e1) < 0, "the foreign mapping lost its pattern");
+		CHECK(none || tu_verify((void *)fa, FOREIGN_LEN, 0xf0e1) < 0, "the foreign mapping lost its pattern");
 		for (int i = 0; i < n; i++)
 			CHECK(tu_verify(blk[i], len[i], (uint64_t)i) < 0, "block %d lost its contents", i);
 	}
