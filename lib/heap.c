@@ -585,6 +585,8 @@ void heap_free_local_slow(page_t *pg)
 }
 
 /* A free from a thread that does not own pg: b's bit joins the run's freed bitmap. */
+static NOINLINE void drain_abandoned(heap_t *h, page_t *pg);
+
 void heap_free_remote(page_t *pg, void *b, uint64_t bit, const char *func)
 {
 	remote_t *r = page_remote(pg);
@@ -623,22 +625,36 @@ void heap_free_remote(page_t *pg, void *b, uint64_t bit, const char *func)
 			while (!atomic_compare_exchange_weak(&qh->delayed, &top, q));
 		}
 	}
-	if (unlikely(atomic_load_explicit(&h->abandoned, memory_order_acquire))) {
-		/* Nobody owns the heap: act for it, so its memory drains as frees arrive (every
-		 * free tries: one whose trylock failed left its bit for the next). */
-		if (pthread_mutex_trylock(&h->lock) == 0) {
-			locks_held++;
-			if (atomic_load(&h->abandoned)) {
-				drain_delayed(h);
-				/* (pg may have been given back since the bit went in: then it is not h's) */
-				if (!(pg->used & USED_UNLISTED) && page_heap(pg) == h)
-					tidy_page(h, pg, false);
-			}
-			locks_held--;
-			pthread_mutex_unlock(&h->lock);
-			region_purger_kick();
+	if (unlikely(atomic_load_explicit(&h->abandoned, memory_order_acquire)))
+		drain_abandoned(h, pg);
+}
+
+/* Nobody owns h: act for it, so that its memory drains as frees arrive. A free that finds the
+ * lock taken leaves drain_again for the holder, which looks at it after it unlocks and then
+ * collects the whole heap (it cannot know which runs): the last frees of a run used to be left
+ * for a next free that never came, and the run stayed resident and counted live for good. */
+static NOINLINE void drain_abandoned(heap_t *h, page_t *pg)
+{
+	bool whole = false;
+	for (;;) {
+		if (pthread_mutex_trylock(&h->lock) != 0) {
+			atomic_store(&h->drain_again, 1);
+			if (pthread_mutex_trylock(&h->lock) != 0) break;   /* the holder will see it */
 		}
+		locks_held++;
+		if (atomic_load(&h->abandoned)) {
+			drain_delayed(h);
+			if (whole) tidy_heap(h, false);
+			/* (pg may have been given back since the bit went in: then it is not h's) */
+			else if (!(pg->used & USED_UNLISTED) && page_heap(pg) == h)
+				tidy_page(h, pg, false);
+		}
+		locks_held--;
+		pthread_mutex_unlock(&h->lock);
+		if (!atomic_exchange(&h->drain_again, 0)) break;
+		whole = true;
 	}
+	region_purger_kick();
 }
 
 /* Every heap's pages: take remote frees back (used before reports at exit). Only the calling

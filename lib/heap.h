@@ -29,6 +29,8 @@ typedef struct heap {
 	/* touched by other threads: kept off the owner's cache lines */
 	_Alignas(64) _Atomic(page_t *) delayed; /* full pages that got a remote free */
 	_Atomic(int) abandoned;         /* 1 while no thread owns it */
+	_Atomic(int) drain_again;       /* a free into it found its lock taken: the holder collects
+	                                   the whole heap once more after it unlocks */
 	pthread_mutex_t lock;           /* held by whoever acts for an abandoned heap */
 	struct heap *next_all;          /* every heap ever made (never freed) */
 	struct heap *next_abandoned;    /* the abandoned list */

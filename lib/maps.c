@@ -82,7 +82,7 @@ int maps_scan(uintptr_t lo, uintptr_t hi, maps_fn fn, void *arg)
  * mapping only. */
 int maps_noreserve(uintptr_t lo)
 {
-	char buf[4096], line[512];
+	char buf[4096] = { 0 }, line[512] = { 0 };     /* (zeroed: the analyzer cannot see the raw read fill them) */
 	size_t ll = 0;
 	int found = 0, ret = -1;
 	int fd = os_open_read("/proc/self/smaps");
@@ -99,9 +99,9 @@ int maps_noreserve(uintptr_t lo)
 			line[ll] = 0;
 			ll = 0;
 			if (!found) {
-				uintptr_t a;
+				uintptr_t a = 0;
 				const char *s = parse_hex(line, &a);
-				found = s && *s == '-' && a == lo;
+				found = *s == '-' && a == lo;
 				continue;
 			}
 			if (strncmp(line, "VmFlags:", 8) == 0) {

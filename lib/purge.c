@@ -5,17 +5,21 @@
 #include "cgroup.h"
 #include "fmt.h"
 #include "os.h"
+#include <signal.h>
 #include <time.h>
+#include <unistd.h>
 
 static pthread_cond_t purge_cond = PTHREAD_COND_INITIALIZER;
 static int purger;                  /* 0 none, 1 starting or running */
 static int purger_idle;             /* the purger waits with no deadline */
 static _Atomic(int) purger_deferred; /* wanted while the freeing thread held a library lock */
+static long purger_pid;             /* the process whose threads may start the purger */
 
 void purge_fork_child(void)
 {
 	/* the purger did not come along: the child starts its own when it frees pages */
 	purger = purger_idle = 0;
+	purger_pid = (long)getpid();
 	atomic_store(&purger_deferred, 0);
 }
 
@@ -106,6 +110,7 @@ void region_set_limit_pages(size_t pages) { R.limit = pages; }
 
 void purge_init_limit(void)
 {
+	purger_pid = (long)getpid();
 	const config_t *c = &G.cfg;
 	char buf[300];
 	fmtbuf_t b;
@@ -190,7 +195,15 @@ void purger_start(void)
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&at, 64 << 10);
+	/* Every signal blocked in the purger (it inherits the mask it is created with): a signal
+	 * the program blocks in its own threads to take with sigwait or signalfd would otherwise
+	 * be delivered to the purger and kill the process, and a handler run on the purger while
+	 * it holds the range lock would deadlock on its first malloc. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	if (pthread_create(&t, &at, purger_main, NULL) != 0) purger = 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&at);
 }
 
@@ -200,6 +213,10 @@ void purger_start(void)
 bool purger_wanted_locked(void)
 {
 	if (purger || !R.dirty_runs || !G.cfg.purge_ms || G.slow_only) return false;
+	/* A child made by a raw clone(2), not fork(): no atfork handler ran for it, and with
+	 * CLONE_VM it is not a thread glibc knows: pthread_create there hung the child (and the
+	 * parent waiting for it). Its freed pages go back on its next calls instead. */
+	if ((long)getpid() != purger_pid) return false;
 	if (locks_held) {
 		/* for whoever drops the lock (region_purger_kick): a program that frees into an
 		 * abandoned heap and then idles would otherwise keep the pages for good */
