@@ -178,6 +178,19 @@ static uint64_t field_after(const char *text, const char *key)
 	return v;
 }
 
+size_t maps_swap_total(void)
+{
+	char buf[2048];
+	int fd = os_open_read("/proc/meminfo");
+	if (fd < 0) return SIZE_MAX;                /* unknown: assume there is swap */
+	long n = os_read(fd, buf, sizeof buf - 1);
+	os_close(fd);
+	if (n <= 0) return SIZE_MAX;
+	buf[n] = 0;
+	if (!strstr(buf, "SwapTotal")) return SIZE_MAX;
+	return (size_t)field_after(buf, "SwapTotal") * 1024;
+}
+
 size_t maps_overcommit_cap(void)
 {
 	static _Atomic(size_t) cap;             /* 0 not read yet */

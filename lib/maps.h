@@ -18,6 +18,8 @@ typedef int (*maps_fn)(const maps_entry_t *m, void *arg);
 int maps_scan(uintptr_t lo, uintptr_t hi, maps_fn fn, void *arg);
 /* Whether the mapping starting at lo has VM_NORESERVE (/proc/self/smaps): 1, 0, or -1 unknown. */
 int maps_noreserve(uintptr_t lo);
+/* SwapTotal of /proc/meminfo in bytes; SIZE_MAX when it cannot be read. */
+size_t maps_swap_total(void);
 size_t maps_vm_size(void);
 size_t maps_peak_rss(void);
 size_t maps_rss(void);
