@@ -21,41 +21,6 @@ static long read_file(const char *path, char *buf, size_t n)
 	return (long)got;
 }
 
-/* A file read line by line through a fixed buffer: /proc/self/mountinfo has no size limit (a
- * container host's runs to hundreds of lines), and reading only its first 16 KiB lost the
- * cgroup mount behind them: CONTIG_LIMIT=cgroup became no limit. */
-typedef struct lines { int fd; size_t len, pos; bool eof; char buf[4096]; } lines_t;
-
-static bool lines_open(lines_t *l, const char *path)
-{
-	l->fd = os_open_read(path);
-	l->len = l->pos = 0;
-	l->eof = false;
-	return l->fd >= 0;
-}
-
-/* The next line into line (NUL-terminated, cut to n - 1 bytes); false at the end. */
-static bool lines_next(lines_t *l, char *line, size_t n)
-{
-	size_t i = 0;
-	for (;;) {
-		while (l->pos < l->len) {
-			char c = l->buf[l->pos++];
-			if (c == '\n') { line[i] = 0; return true; }
-			if (i < n - 1) line[i++] = c;
-		}
-		if (l->eof) break;
-		long r = os_read(l->fd, l->buf, sizeof l->buf);
-		if (r <= 0) { l->eof = true; break; }
-		l->len = (size_t)r;
-		l->pos = 0;
-	}
-	line[i] = 0;
-	return i > 0;
-}
-
-static void lines_close(lines_t *l) { if (l->fd >= 0) os_close(l->fd); }
-
 /* Next line of s into line (NUL-terminated); returns the rest or NULL at the end. */
 static const char *next_line(const char *s, char *line, size_t n)
 {
@@ -126,12 +91,12 @@ size_t cgroup_memory_limit(char *where, size_t wn)
 			have_v1 = true;
 		}
 	}
-	static lines_t mi;
-	if (!lines_open(&mi, "/proc/self/mountinfo")) return 0;
+	static os_lines_t mi;      /* (static: a 4 KiB buffer) */
+	if (os_lines_open(&mi, "/proc/self/mountinfo") < 0) return 0;
 	char dir[1100] = "";
 	const char *leaf = NULL;
 	size_t mntlen = 0;
-	while (lines_next(&mi, line, sizeof line)) {
+	while (os_lines_next(&mi, line, sizeof line)) {
 		/* id parent maj:min root mountpoint opts ... - fstype source superopts */
 		char *f[16];
 		int n = fields(line, f, 16);
@@ -157,7 +122,7 @@ size_t cgroup_memory_limit(char *where, size_t wn)
 		join(dir, sizeof dir, mnt, path, "");
 		break;
 	}
-	lines_close(&mi);
+	os_lines_close(&mi);
 	if (!dir[0] || !leaf) return 0;
 	/* The tightest limit of the cgroup and its ancestors (up to the mount): a parent's limit
 	 * binds the children too. */

@@ -50,31 +50,18 @@ static void parse_line(const char *line, maps_entry_t *m)
 
 int maps_scan(uintptr_t lo, uintptr_t hi, maps_fn fn, void *arg)
 {
-	char buf[4096];
+	os_lines_t l;
 	char line[512];
-	size_t ll = 0;
-	int fd = os_open_read("/proc/self/maps");
-	if (fd < 0) return fd;
-	for (;;) {
-		long n = os_read(fd, buf, sizeof buf);
-		if (n <= 0) break;
-		for (long i = 0; i < n; i++) {
-			char c = buf[i];
-			if (c != '\n') {
-				if (ll < sizeof line - 1) line[ll++] = c;
-				continue;
-			}
-			line[ll] = 0;
-			ll = 0;
-			maps_entry_t m;
-			parse_line(line, &m);
-			if (m.hi > lo && m.lo < hi) {
-				if (fn(&m, arg)) { os_close(fd); return 1; }
-			}
-		}
+	int err = os_lines_open(&l, "/proc/self/maps");
+	if (err < 0) return err;
+	int stopped = 0;
+	while (!stopped && os_lines_next(&l, line, sizeof line)) {
+		maps_entry_t m;
+		parse_line(line, &m);
+		if (m.hi > lo && m.lo < hi) stopped = fn(&m, arg) != 0;
 	}
-	os_close(fd);
-	return 0;
+	os_lines_close(&l);
+	return stopped;
 }
 
 /* Whether the mapping that starts at lo has VM_NORESERVE ("nr" in its VmFlags line of
@@ -82,38 +69,22 @@ int maps_scan(uintptr_t lo, uintptr_t hi, maps_fn fn, void *arg)
  * mapping only. */
 int maps_noreserve(uintptr_t lo)
 {
-	char buf[4096] = { 0 }, line[512] = { 0 };     /* (zeroed: the analyzer cannot see the raw read fill them) */
-	size_t ll = 0;
+	os_lines_t l;
+	char line[512] = { 0 };      /* (zeroed: the analyzer cannot see the raw read fill it) */
 	int found = 0, ret = -1;
-	int fd = os_open_read("/proc/self/smaps");
-	if (fd < 0) return -1;
-	for (;;) {
-		long n = os_read(fd, buf, sizeof buf);
-		if (n <= 0) break;
-		for (long i = 0; i < n; i++) {
-			char c = buf[i];
-			if (c != '\n') {
-				if (ll < sizeof line - 1) line[ll++] = c;
-				continue;
-			}
-			line[ll] = 0;
-			ll = 0;
-			if (!found) {
-				uintptr_t a = 0;
-				const char *s = parse_hex(line, &a);
-				found = *s == '-' && a == lo;
-				continue;
-			}
-			if (strncmp(line, "VmFlags:", 8) == 0) {
-				ret = 0;
-				for (const char *s = line + 8; *s; s++)
-					if (s[0] == ' ' && s[1] == 'n' && s[2] == 'r' && (s[3] == ' ' || s[3] == 0)) ret = 1;
-				os_close(fd);
-				return ret;
-			}
+	if (os_lines_open(&l, "/proc/self/smaps") < 0) return -1;
+	while (ret < 0 && os_lines_next(&l, line, sizeof line)) {
+		if (!found) {
+			uintptr_t a = 0;
+			const char *s = parse_hex(line, &a);
+			found = *s == '-' && a == lo;
+		} else if (strncmp(line, "VmFlags:", 8) == 0) {
+			ret = 0;
+			for (const char *s = line + 8; *s; s++)
+				if (s[0] == ' ' && s[1] == 'n' && s[2] == 'r' && (s[3] == ' ' || s[3] == 0)) ret = 1;
 		}
 	}
-	os_close(fd);
+	os_lines_close(&l);
 	return ret;
 }
 

@@ -77,6 +77,39 @@ long os_read(int fd, void *buf, size_t n)
 	return r;
 }
 
+int os_lines_open(os_lines_t *l, const char *path)
+{
+	l->fd = os_open_read(path);
+	l->len = l->pos = 0;
+	l->eof = 0;
+	return l->fd < 0 ? l->fd : 0;
+}
+
+int os_lines_next(os_lines_t *l, char *line, size_t n)
+{
+	size_t i = 0;
+	for (;;) {
+		while (l->pos < l->len) {
+			char c = l->buf[l->pos++];
+			if (c == '\n') { line[i] = 0; return 1; }
+			if (i < n - 1) line[i++] = c;
+		}
+		if (l->eof) break;
+		long r = os_read(l->fd, l->buf, sizeof l->buf);
+		if (r <= 0) { l->eof = 1; break; }
+		l->len = (size_t)r;
+		l->pos = 0;
+	}
+	line[i] = 0;
+	return i > 0;
+}
+
+void os_lines_close(os_lines_t *l)
+{
+	if (l->fd >= 0) os_close(l->fd);
+	l->fd = -1;
+}
+
 long os_write(int fd, const void *buf, size_t n)
 {
 	const char *p = buf;

@@ -21,6 +21,13 @@ int os_open_read(const char *path);                 /* fd or -errno */
 long os_read(int fd, void *buf, size_t n);
 long os_write(int fd, const void *buf, size_t n);
 int os_close(int fd);
+/* A file read line by line through a fixed buffer, for /proc files of any length (mountinfo on a
+ * container host, maps and smaps of a big process). */
+typedef struct os_lines { int fd; size_t len, pos; int eof; char buf[4096]; } os_lines_t;
+int os_lines_open(os_lines_t *l, const char *path);  /* 0 or -errno */
+/* The next line into line (NUL-terminated, cut to n - 1 bytes); 0 at the end. */
+int os_lines_next(os_lines_t *l, char *line, size_t n);
+void os_lines_close(os_lines_t *l);
 int os_dup_cloexec(int fd, int floor);             /* lowest free fd >= floor, close-on-exec; or -errno */
 int os_file_id(int fd, uint64_t *dev, uint64_t *ino); /* which file fd is; 0 or -errno */
 int os_open_write(const char *path);                /* O_WRONLY|O_CREAT|O_TRUNC, 0644 */

@@ -1,7 +1,11 @@
 /* testutil.c - range parsing and checks for the LD_PRELOAD test programs (see testutil.h). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE             /* RTLD_DEFAULT */
+#endif
 #include "testutil.h"
 
 #include <ctype.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -125,4 +129,14 @@ uint64_t tu_rand(uint64_t *state)
 	x ^= x >> 27;
 	*state = x;
 	return x * 0x2545f4914f6cdd1dULL;
+}
+
+void tu_stats_fill(void *st, size_t size)
+{
+	/* contig_stats_t starts with its size (contig.h): a caller's smaller struct stays valid */
+	int (*get)(void *) = (int (*)(void *))dlsym(RTLD_DEFAULT, "contig_get_stats");
+	if (!get) tu_fail(__FILE__, __LINE__, "contig_get_stats not found: is the library preloaded?");
+	memset(st, 0, size);
+	memcpy(st, &size, sizeof size);
+	if (get(st) != 0) tu_fail(__FILE__, __LINE__, "contig_get_stats failed");
 }

@@ -29,6 +29,11 @@ void tu_fail(const char *file, int line, const char *fmt, ...)
 /* Fill and verify a byte pattern derived from seed over len bytes; verify returns the first bad offset or -1. */
 void tu_fill(void *p, size_t len, uint64_t seed);
 long tu_verify(const void *p, size_t len, uint64_t seed);
+/* Fills the contig_stats_t at st (size bytes) through the preloaded library's contig_get_stats,
+ * found with dlsym so that the program also runs without the library; the test fails when the
+ * library is not there or refuses. Use TU_STATS(&st). */
+void tu_stats_fill(void *st, size_t size);
+#define TU_STATS(st) tu_stats_fill((st), sizeof *(st))
 /* xorshift64* random numbers. */
 uint64_t tu_rand(uint64_t *state);
 

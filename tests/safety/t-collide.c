@@ -14,7 +14,6 @@
  * Exit 0 when all holds, 1 with a FAIL line otherwise, 77 when the kernel lacks
  * MAP_FIXED_NOREPLACE. With "--no-detect" (CONTIG_CHECK_MAPS=0) it exits 0 only when the
  * collision went unnoticed, to show that the check is what finds it. */
-#include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
 #include <stdio.h>
@@ -108,12 +107,8 @@ int main(int argc, char **argv)
 			CHECK(tu_verify(blk[i], len[i], (uint64_t)i) < 0, "block %d lost its contents", i);
 	}
 
-	int (*get)(contig_stats_t *) = (int (*)(contig_stats_t *))dlsym(RTLD_DEFAULT, "contig_get_stats");
-	CHECK(get != NULL, "contig_get_stats not found: is the library preloaded?");
 	contig_stats_t st;
-	memset(&st, 0, sizeof st);
-	st.size = sizeof st;
-	CHECK(get(&st) == 0, "contig_get_stats failed");
+	TU_STATS(&st);
 	int found = 0;
 	for (size_t i = 0; i < st.collisions && i < CONTIG_STATS_COLLISIONS; i++) {
 		const contig_collision_t *c = &st.collision[i];

@@ -10,7 +10,6 @@
  * fails (SPEC), and no limit hit is counted for it. "t-limit aligned" (CONTIG_LIMIT=64M): blocks
  * with alignments of 16 to 64 MiB that fit under the limit are served (the padding a search for
  * an aligned place needs used to be counted as committed: aligned_alloc(64M, 16M) failed). */
-#include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
 #include <stdint.h>
@@ -36,12 +35,8 @@ static int grow(void)
 	CHECK(r != NULL, "realloc of 40 to 70 MiB with 40 MiB live under a 100 MiB limit: errno %d", errno);
 	CHECK(r[40 * MIB - 1] == 2, "realloc lost the contents");
 	memset(r, 3, 70 * MIB);
-	int (*get)(contig_stats_t *) = (int (*)(contig_stats_t *))dlsym(RTLD_DEFAULT, "contig_get_stats");
-	CHECK(get != NULL, "contig_get_stats not found: is the library preloaded?");
 	contig_stats_t st;
-	memset(&st, 0, sizeof st);
-	st.size = sizeof st;
-	CHECK(get(&st) == 0, "contig_get_stats failed");
+	TU_STATS(&st);
 	printf("t-limit grow: realloc 40 -> 70 MiB at %s, %zu limit hit(s)\n", r == b ? "the same address" : "a new address",
 	       st.limit_hits);
 	CHECK(st.limit_hits == 0, "a request that succeeded counted %zu limit hit(s)", st.limit_hits);
@@ -126,12 +121,8 @@ int main(int argc, char **argv)
 		}
 	}
 
-	int (*get)(contig_stats_t *) = (int (*)(contig_stats_t *))dlsym(RTLD_DEFAULT, "contig_get_stats");
-	CHECK(get != NULL, "contig_get_stats not found: is the library preloaded?");
 	contig_stats_t st;
-	memset(&st, 0, sizeof st);
-	st.size = sizeof st;
-	CHECK(get(&st) == 0, "contig_get_stats failed");
+	TU_STATS(&st);
 	printf("t-limit: limit %zu, hits %zu, committed peak %zu\n", st.limit, st.limit_hits, st.committed_peak);
 	CHECK(st.limit == lim * MIB, "the statistics give the limit as %zu, not %zu MiB", st.limit, lim);
 	CHECK(st.limit_hits >= 4, "limit_hits %zu after at least 4 refusals", st.limit_hits);

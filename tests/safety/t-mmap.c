@@ -76,12 +76,8 @@ static int all_zero(const void *p, size_t len)
 
 static size_t collisions_now(void)
 {
-	int (*get)(contig_stats_t *) = (int (*)(contig_stats_t *))dlsym(RTLD_DEFAULT, "contig_get_stats");
 	contig_stats_t st;
-	CHECK(get != NULL, "contig_get_stats not found: is the library preloaded?");
-	memset(&st, 0, sizeof st);
-	st.size = sizeof st;
-	CHECK(get(&st) == 0, "contig_get_stats failed");
+	TU_STATS(&st);
 	return st.collisions;
 }
 

@@ -10,7 +10,6 @@
  *            most 64 live blocks may remain in the statistics (a free that found the lock taken
  *            left its run to a next free that never came: thousands stayed live, resident)
  * Exit 0 when all holds, 1 with a FAIL line. */
-#include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -109,18 +108,14 @@ static void *consumer(void *a)
 static int abandon_mode(void)
 {
 	pthread_t t[NP];
-	int (*get)(contig_stats_t *) = (int (*)(contig_stats_t *))dlsym(RTLD_DEFAULT, "contig_get_stats");
-	CHECK(get != NULL, "contig_get_stats not found: is the library preloaded?");
 	contig_stats_t st;
-	memset(&st, 0, sizeof st);
-	st.size = sizeof st;
-	CHECK(get(&st) == 0, "contig_get_stats failed");
+	TU_STATS(&st);
 	size_t before = st.live_blocks;
 	for (int i = 0; i < NP; i++) CHECK(pthread_create(&t[i], NULL, producer, blocks[i]) == 0, "pthread_create");
 	for (int i = 0; i < NP; i++) pthread_join(t[i], NULL);
 	for (long i = 0; i < ncons; i++) CHECK(pthread_create(&t[i], NULL, consumer, (void *)i) == 0, "pthread_create");
 	for (int i = 0; i < ncons; i++) pthread_join(t[i], NULL);
-	CHECK(get(&st) == 0, "contig_get_stats failed");
+	TU_STATS(&st);
 	printf("t-purger abandon: %d blocks of exited threads freed by %d threads: %zu live before, %zu after\n",
 	       NP * PER, ncons, before, st.live_blocks);
 	CHECK(st.live_blocks <= before + 64, "%zu blocks still live after every block was freed (%zu before)",
