@@ -1,8 +1,7 @@
 /* leak.c - leak checking (CONTIG_LEAKS): the conservative reachability scan from the roots (at
  * exit and on contig_leak_check()), direct and indirect leaks, suppressions and the report. The
  * allocation stacks are stack.c's, each block's record leak_records.c's, and stopping the other
- * threads for the scan stop.c's. Known and left: a dead thread's stack that glibc keeps cached
- * for reuse is scanned whole, so a pointer it left there can hide a leak. */
+ * threads for the scan stop.c's. */
 #include "leak.h"
 #include "leak_records.h"
 #include "stack.h"
@@ -31,7 +30,7 @@ typedef struct group {
 	uint32_t stack;                     /* allocation stack id */
 	uint8_t indirect;                   /* 1: every block of it is pointed to by another leak */
 	uint8_t used;
-	int8_t supp;                        /* suppression pattern that matched, -1 none */
+	int16_t supp;                       /* suppression pattern that matched, -1 none */
 	size_t bytes, count;                /* asked bytes, blocks */
 } group_t;
 
@@ -298,6 +297,9 @@ static void check_time(void)
  * runtime's reserved heap) took 2.6 s per GiB to read, page by page, and past 30 s the check
  * was abandoned. With swap, a swapped-out page is not resident either: every page is read. */
 static int no_swap;                         /* set per check: 1 when SwapTotal is 0 */
+static bool shared_file;                    /* the mapping being scanned is a file's shared pages:
+                                               only the resident ones are read, swap or not (the
+                                               rest are the file's bytes, and reading them is I/O) */
 #define RESIDENT_CHUNK 512                  /* pages per mincore call */
 #define RESIDENT_MIN ((size_t)64 << 10)     /* regions smaller than this are read whole */
 
@@ -322,7 +324,7 @@ static void scan_region(uintptr_t lo, uintptr_t hi)
 {
 	volatile uintptr_t pos = align_up(lo, sizeof(uintptr_t));
 	hi = align_down(hi, sizeof(uintptr_t));
-	volatile bool sparse = no_swap && hi - pos >= RESIDENT_MIN;
+	volatile bool sparse = (no_swap && hi - pos >= RESIDENT_MIN) || shared_file;
 	res_lo = UINTPTR_MAX;
 	if (sigsetjmp(SX->jb, 0)) pos = align_down(pos, OS_PAGE) + OS_PAGE;
 	guard_on = 1;
@@ -490,34 +492,58 @@ static void scan_inside(uintptr_t lo, uintptr_t hi)
 	}
 }
 
-/* Which mappings hold roots: private writable ones (data segments, bss, anonymous memory),
- * anonymous ones the program made read-only after filling them, and shared anonymous memory
- * (/dev/zero, memfd, SysV); never a file's shared pages or plain read-only file data. */
+/* Which mappings hold roots: every writable one the program can store a pointer in (data
+ * segments, bss, anonymous memory, shared memory: /dev/zero, memfd, SysV, shm_open, a file
+ * mapped shared and writable), and anonymous ones the program made read-only after filling
+ * them; never plain read-only file data. */
 static bool is_root_mapping(const maps_entry_t *m)
 {
 	if (m->perms[0] != 'r') return false;
 	if (m->perms[3] == 'p') return m->perms[1] == 'w' || (m->anon && m->path[0] != '[');
-	return m->perms[1] == 'w' && (strncmp(m->path, "/dev/zero", 9) == 0 ||
-	                              strncmp(m->path, "/memfd:", 7) == 0 || strncmp(m->path, "/SYSV", 5) == 0);
+	return m->perms[1] == 'w';
 }
 
 static uintptr_t file_end;              /* end of the last file-backed mapping root_cb was shown */
+static uintptr_t guard_end;             /* end of the last private PROT_NONE mapping it was shown */
+
+/* Whether a parked thread's stack pointer lies in [lo, hi). */
+static bool has_parked_sp(uintptr_t lo, uintptr_t hi)
+{
+	for (int i = 0; i < stop_threads_n(); i++) {
+		const stop_thread_t *t = stop_thread(i);
+		if (t && t->sp >= lo && t->sp < hi) return true;
+	}
+	return false;
+}
 
 static int root_cb(const maps_entry_t *m, void *arg)
 {
 	(void)arg;
-	bool after_file = m->lo == file_end;
+	bool after_file = m->lo == file_end, after_guard = m->lo == guard_end;
 	file_end = !m->anon && m->path[0] == '/' ? m->hi : 0;
+	guard_end = strncmp(m->perms, "---p", 4) == 0 ? m->hi : 0;
 	if (!is_root_mapping(m)) return 0;
 	/* A stack is [stack] or anonymous memory, but not an object's bss (anonymous, right after
 	 * the object's file-backed data): a stack pointer inside a static array there (a thread
 	 * stack or a signal stack the program made of one) must not hide the globals below it. */
 	may_be_stack = strcmp(m->path, "[stack]") == 0 || (m->anon && !m->path[0] && !after_file);
+	shared_file = m->perms[3] == 's' && !m->anon && m->path[0] == '/' &&
+	              strncmp(m->path, "/dev/zero", 9) != 0 && strncmp(m->path, "/SYSV", 5) != 0 &&
+	              strncmp(m->path, "/memfd:", 7) != 0;
 	uintptr_t lo = m->lo, hi = m->hi, rlo = G.base, rhi = G.base + G.size;
+	/* The stack of a thread that has ended, which glibc keeps for the next thread: only its
+	 * descriptor at the top (pthread_join's value is still to be taken from there), not the
+	 * dead stack and TLS below, where stale pointers hid the leaks of ended threads. */
+	if (may_be_stack && after_guard && m->perms[1] == 'w' && (hi <= rlo || lo >= rhi) &&
+	    !has_parked_sp(lo, hi)) {
+		uintptr_t pd = stop_dead_stack(lo, hi);
+		if (pd) lo = pd;
+	}
 	if (lo < rlo) scan_outside(lo, hi < rlo ? hi : rlo);
 	if (hi > rhi) scan_outside(lo > rhi ? lo : rhi, hi);
 	may_be_stack = true;                /* the range: served mappings hold threads' stacks */
 	if (lo < rhi && hi > rlo) scan_inside(lo > rlo ? lo : rlo, hi < rhi ? hi : rhi);
+	shared_file = false;                /* (blocks are read whole) */
 	drain();
 	check_time();
 	return timed_out;
@@ -583,18 +609,43 @@ static void collect_cb(const blk_t *b)
 }
 
 /* ---- suppressions ---- */
-#define SUPP_MAX 128
-static char supp_buf[16384];
+/* The file is read line by line, of any length; only the patterns are kept. What does not fit
+ * (more patterns or pattern bytes than below, a line longer than SUPP_LINE) and lines that are
+ * not "leak:PATTERN", a comment or blank are named on stderr, not silently dropped. */
+#define SUPP_MAX  1024
+#define SUPP_LINE 1024
+static char supp_buf[65536];
 static const char *supp_pat[SUPP_MAX];
 static size_t supp_bytes[SUPP_MAX], supp_blocks[SUPP_MAX];
 static int nsupp;
 
+static void supp_warn(const char *what, unsigned lineno, const char *text)
+{
+	char line[SUPP_LINE + 200];
+	fmtbuf_t b;
+	fmt_init(&b, line, sizeof line);
+	fmt_str(&b, "CONTIG_LEAKS_SUPPRESS=\"");
+	fmt_str(&b, G.cfg.leaks_suppress);
+	fmt_str(&b, "\" line ");
+	fmt_dec(&b, lineno);
+	fmt_str(&b, ": ");
+	fmt_str(&b, what);
+	if (text) {
+		fmt_str(&b, ": \"");
+		fmt_str(&b, text);
+		fmt_str(&b, "\"");
+	}
+	log_line(line);
+}
+
 static void supp_load(void)
 {
 	nsupp = 0;
+	memset(supp_bytes, 0, sizeof supp_bytes);
+	memset(supp_blocks, 0, sizeof supp_blocks);
 	if (!G.cfg.leaks_suppress[0]) return;
-	int fd = os_open_read(G.cfg.leaks_suppress);
-	if (fd < 0) {
+	static os_lines_t f;                    /* (static: a 4 KiB buffer) */
+	if (os_lines_open(&f, G.cfg.leaks_suppress) < 0) {
 		char line[400];
 		fmtbuf_t b;
 		fmt_init(&b, line, sizeof line);
@@ -604,39 +655,52 @@ static void supp_load(void)
 		log_line(line);
 		return;
 	}
-	size_t n = 0;
-	for (long r; n < sizeof supp_buf - 1 && (r = os_read(fd, supp_buf + n, sizeof supp_buf - 1 - n)) > 0;)
-		n += (size_t)r;
-	os_close(fd);
-	supp_buf[n] = 0;
-	for (char *s = supp_buf; *s && nsupp < SUPP_MAX;) {
-		char *e = s;
-		while (*e && *e != '\n') e++;
-		char *next = *e ? e + 1 : e;
-		*e = 0;
+	static char l[SUPP_LINE + 2];
+	size_t used = 0;
+	unsigned lineno = 0, bad = 0;
+	bool full = false;
+	while (os_lines_next(&f, l, sizeof l)) {
+		lineno++;
+		size_t len = strlen(l);
+		char *s = l, *t = l + len;
 		while (*s == ' ' || *s == '\t') s++;
-		char *t = e;
 		while (t > s && (t[-1] == ' ' || t[-1] == '\t' || t[-1] == '\r')) *--t = 0;
-		if (strncmp(s, "leak:", 5) == 0 && s[5]) supp_pat[nsupp++] = s + 5;
-		s = next;
+		if (!*s || *s == '#') continue;
+		if (len > SUPP_LINE) {
+			supp_warn("line too long (over 1024 bytes); ignored", lineno, NULL);
+			continue;
+		}
+		if (strncmp(s, "leak:", 5) != 0 || !s[5]) {
+			if (bad++ < 8) supp_warn("not a \"leak:PATTERN\" line; ignored", lineno, s);
+			continue;
+		}
+		size_t n = (size_t)(t - (s + 5)) + 1;
+		if (nsupp == SUPP_MAX || used + n > sizeof supp_buf) {
+			if (!full) supp_warn("too many patterns (at most 1024, 64 KiB); this and the rest ignored", lineno, NULL);
+			full = true;
+			continue;
+		}
+		memcpy(supp_buf + used, s + 5, n);
+		supp_pat[nsupp++] = supp_buf + used;
+		used += n;
 	}
-	memset(supp_bytes, 0, sizeof supp_bytes);
-	memset(supp_blocks, 0, sizeof supp_blocks);
+	os_lines_close(&f);
 }
 
-/* '*' matches any run; the rest literally; p and s are anchored at both ends. */
-static int glob(const char *p, const char *pe, const char *s)
+/* Whether [p, pe) matches a prefix of s (all of s when anchored): '*' matches any run, the rest
+ * literally. */
+static int glob(const char *p, const char *pe, const char *s, int anchored)
 {
 	for (; p < pe; p++, s++) {
 		if (*p == '*') {
 			while (p < pe && *p == '*') p++;
 			if (p == pe) return 1;
-			for (; *s; s++) if (glob(p, pe, s)) return 1;
+			for (; *s; s++) if (glob(p, pe, s, anchored)) return 1;
 			return 0;
 		}
 		if (!*s || *s != *p) return 0;
 	}
-	return *s == 0;
+	return !anchored || *s == 0;
 }
 
 int leak_pattern_match(const char *pat, const char *s)
@@ -648,15 +712,10 @@ int leak_pattern_match(const char *pat, const char *s)
 	if (end) pe--;
 	if (p == pe) return 0;
 	/* unanchored ends are wildcards: the pattern matches anywhere in s */
-	char tmp[300];
-	size_t n = (size_t)(pe - p);
-	if (n + 3 > sizeof tmp) return 0;
-	size_t k = 0;
-	if (!start) tmp[k++] = '*';
-	memcpy(tmp + k, p, n);
-	k += n;
-	if (!end) tmp[k++] = '*';
-	return glob(tmp, tmp + k, s);
+	if (start) return glob(p, pe, s, end);
+	for (; *s; s++)
+		if (glob(p, pe, s, end)) return 1;
+	return 0;
 }
 
 static stack_sym_t syms[STACK_DEPTH_MAX];
@@ -764,7 +823,7 @@ static void report(size_t *bytes, size_t *blocks)
 	for (size_t i = 0; i < GROUP_SLOTS; i++) {
 		group_t *g = &groups[i];
 		if (!g->used) continue;
-		g->supp = (int8_t)supp_match(g->stack);
+		g->supp = (int16_t)supp_match(g->stack);
 		if (g->supp >= 0) {
 			supp_bytes[g->supp] += g->bytes;
 			supp_blocks[g->supp] += g->count;
@@ -893,7 +952,7 @@ static NOINLINE int run_check(uintptr_t sp, const volatile uintptr_t *regs, size
 	}
 	/* Without the maps there are no roots, and every block would look leaked (a chroot without
 	 * /proc, no /proc mounted, or every descriptor in use). */
-	int fd = os_open_read("/proc/self/maps");
+	int fd = os_open_proc("maps");
 	if (fd < 0) {
 		log_line("leak check: skipped: /proc/self/maps cannot be read (no /proc, or no free file "
 		         "descriptor); no leaks counted");
@@ -925,7 +984,7 @@ static NOINLINE int run_check(uintptr_t sp, const volatile uintptr_t *regs, size
 		if (t) scan_region((uintptr_t)t->regs, (uintptr_t)(t->regs + STOP_NREGS));
 	}
 	drain();
-	file_end = 0;
+	file_end = guard_end = 0;
 	bool no_maps = maps_scan(0, UINTPTR_MAX, root_cb, NULL) < 0;
 	while (moverflow && !timed_out) {
 		moverflow = 0;

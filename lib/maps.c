@@ -1,7 +1,8 @@
-/* maps.c - reads /proc/self/maps without stdio or malloc, for finding foreign mappings in the range. */
+/* maps.c - reads the process's maps (/proc/thread-self/maps) without stdio or malloc, for finding foreign mappings in the range. */
 #include "common.h"
 #include "os.h"
 #include "maps.h"
+#include <errno.h>
 #include <string.h>
 
 static int hexval(char c)
@@ -52,16 +53,18 @@ int maps_scan(uintptr_t lo, uintptr_t hi, maps_fn fn, void *arg)
 {
 	os_lines_t l;
 	char line[512];
-	int err = os_lines_open(&l, "/proc/self/maps");
+	int err = os_lines_open(&l, "proc:maps");
 	if (err < 0) return err;
-	int stopped = 0;
+	int stopped = 0, lines = 0;
 	while (!stopped && os_lines_next(&l, line, sizeof line)) {
 		maps_entry_t m;
+		lines++;
 		parse_line(line, &m);
 		if (m.hi > lo && m.lo < hi) stopped = fn(&m, arg) != 0;
 	}
 	os_lines_close(&l);
-	return stopped;
+	/* a process has mappings (this library's own, at least): none read means none could be */
+	return lines ? stopped : -ENODATA;
 }
 
 /* Whether the mapping that starts at lo has VM_NORESERVE ("nr" in its VmFlags line of
@@ -72,7 +75,7 @@ int maps_noreserve(uintptr_t lo)
 	os_lines_t l;
 	char line[512] = { 0 };      /* (zeroed: the analyzer cannot see the raw read fill it) */
 	int found = 0, ret = -1;
-	if (os_lines_open(&l, "/proc/self/smaps") < 0) return -1;
+	if (os_lines_open(&l, "proc:smaps") < 0) return -1;
 	while (ret < 0 && os_lines_next(&l, line, sizeof line)) {
 		if (!found) {
 			uintptr_t a = 0;
@@ -92,7 +95,7 @@ int maps_noreserve(uintptr_t lo)
 static size_t statm_field(int k)
 {
 	char buf[128];
-	int fd = os_open_read("/proc/self/statm");
+	int fd = os_open_proc("statm");
 	if (fd < 0) return 0;
 	long n = os_read(fd, buf, sizeof buf - 1);
 	os_close(fd);
@@ -118,7 +121,7 @@ size_t maps_rss(void) { return statm_field(1); }
 size_t maps_peak_rss(void)
 {
 	char buf[4096];
-	int fd = os_open_read("/proc/self/status");
+	int fd = os_open_proc("status");
 	if (fd < 0) return 0;
 	long n = os_read(fd, buf, sizeof buf - 1);
 	os_close(fd);

@@ -3,6 +3,7 @@
 #include "config.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -70,6 +71,21 @@ int os_open_read(const char *path)
 	return (int)SC(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0, 0, 0);
 }
 
+int os_open_proc(const char *name)
+{
+	char path[64];
+	static const char ts[] = "/proc/thread-self/", ps[] = "/proc/self/";
+	size_t n = strlen(name);
+	if (n + sizeof ts > sizeof path) return -ENAMETOOLONG;
+	memcpy(path, ts, sizeof ts - 1);
+	memcpy(path + sizeof ts - 1, name, n + 1);
+	int fd = os_open_read(path);
+	if (fd != -ENOENT) return fd;
+	memcpy(path, ps, sizeof ps - 1);
+	memcpy(path + sizeof ps - 1, name, n + 1);
+	return os_open_read(path);
+}
+
 long os_read(int fd, void *buf, size_t n)
 {
 	long r;
@@ -79,7 +95,7 @@ long os_read(int fd, void *buf, size_t n)
 
 int os_lines_open(os_lines_t *l, const char *path)
 {
-	l->fd = os_open_read(path);
+	l->fd = strncmp(path, "proc:", 5) == 0 ? os_open_proc(path + 5) : os_open_read(path);
 	l->len = l->pos = 0;
 	l->eof = 0;
 	return l->fd < 0 ? l->fd : 0;

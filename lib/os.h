@@ -18,13 +18,17 @@ int os_mprotect(void *addr, size_t len, int prot);
 int os_madvise(void *addr, size_t len, int advice);
 void *os_mremap(void *old, size_t oldlen, size_t newlen, int flags, void *newaddr);
 int os_open_read(const char *path);                 /* fd or -errno */
+/* /proc/thread-self/NAME, else /proc/self/NAME (kernels before 3.17): fd or -errno. Once the main
+ * thread has called pthread_exit, /proc/self/maps and its kin read as empty (they follow the
+ * thread-group leader, whose memory is gone); the calling thread's own view still lists them. */
+int os_open_proc(const char *name);
 long os_read(int fd, void *buf, size_t n);
 long os_write(int fd, const void *buf, size_t n);
 int os_close(int fd);
 /* A file read line by line through a fixed buffer, for /proc files of any length (mountinfo on a
  * container host, maps and smaps of a big process). */
 typedef struct os_lines { int fd; size_t len, pos; int eof; char buf[4096]; } os_lines_t;
-int os_lines_open(os_lines_t *l, const char *path);  /* 0 or -errno */
+int os_lines_open(os_lines_t *l, const char *path);  /* 0 or -errno; path "proc:NAME" is os_open_proc(NAME) */
 /* The next line into line (NUL-terminated, cut to n - 1 bytes); 0 at the end. */
 int os_lines_next(os_lines_t *l, char *line, size_t n);
 void os_lines_close(os_lines_t *l);

@@ -5,6 +5,7 @@
 #include "range.h"
 #include "fmt.h"
 #include "os.h"
+#include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
@@ -266,8 +267,11 @@ static void release_parked(void)
 		while (atomic_load(&slots[i].state) == PARKED && os_now_ms() - t0 < 1000) sched_yield();
 }
 
+static void pd_layout_once(void);
+
 stop_result_t stop_world(uintptr_t sp, const volatile uintptr_t *regs, int nregs)
 {
+	pd_layout_once();
 	if (!slots && !(slots = meta_alloc(MAX_THREADS * sizeof *slots))) return STOP_NOMEM;
 	memset(&slots[0], 0, sizeof slots[0]);
 	atomic_store(&slots[0].tid, (int)os_gettid());
@@ -306,4 +310,44 @@ const stop_thread_t *stop_thread(int i)
 {
 	if (i < 0 || i >= atomic_load(&nslots)) return NULL;
 	return i == 0 || atomic_load(&slots[i].state) == PARKED ? &slots[i].t : NULL;
+}
+
+/* ---- stacks of ended threads ---- */
+/* glibc describes its struct pthread to libthread_db through these (a field: bits, count,
+ * offset; the size in bytes). On x86-64 the descriptor sits at the top of a thread's stack
+ * mapping and starts with two pointers to itself (tcbhead_t's tcb and self); its tid is the
+ * thread's while it runs, 0 once it has exited (the kernel clears it), -1 once its stack is
+ * cached for reuse. */
+static uint32_t pd_tid_off, pd_size;    /* 0: unknown, nothing is taken for a dead stack */
+
+/* Learns the descriptor's layout, once, before the first stop (the other threads still run:
+ * one parked in the loader must not hold its lock while dlsym waits for it). */
+static void pd_layout_once(void)
+{
+	static bool done;
+	if (done) return;
+	done = true;
+#if defined(__x86_64__)
+	const uint32_t *tid = dlsym(RTLD_DEFAULT, "_thread_db_pthread_tid");
+	const uint32_t *size = dlsym(RTLD_DEFAULT, "_thread_db_sizeof_pthread");
+	if (tid && size && tid[0] == 32 && tid[1] == 1 && size[0] >= 64 && size[0] <= 65536 &&
+	    tid[2] >= 24 && tid[2] + 4 <= size[0]) {
+		pd_tid_off = tid[2];
+		pd_size = size[0];
+	}
+#endif
+}
+
+uintptr_t stop_dead_stack(uintptr_t lo, uintptr_t hi)
+{
+	if (!pd_size || hi - lo < (uintptr_t)pd_size + 64) return 0;
+	/* the descriptor is at the top, aligned down to the static TLS alignment (64 or more) */
+	uintptr_t a = (hi - pd_size) & ~(uintptr_t)63;
+	for (int k = 0; k < 64 && a >= lo; k++, a -= 64) {
+		const uintptr_t *q = (const uintptr_t *)a;
+		if (q[0] != a || q[2] != a) continue;
+		int32_t tid = *(const int32_t *)(a + pd_tid_off);
+		return tid <= 0 ? a : 0;
+	}
+	return 0;
 }

@@ -36,4 +36,9 @@ HIDDEN bool stop_resume(void);
 HIDDEN int stop_threads_n(void);
 HIDDEN const stop_thread_t *stop_thread(int i);
 
+/* [lo, hi) is an anonymous mapping right above a guard page: when it is the stack of a thread
+ * that has ended (glibc keeps such stacks for reuse, whole), the address of that thread's
+ * descriptor at its top, else 0. Below the descriptor lie the dead thread's stack and TLS. */
+HIDDEN uintptr_t stop_dead_stack(uintptr_t lo, uintptr_t hi);
+
 #endif

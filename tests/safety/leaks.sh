@@ -4,7 +4,7 @@
 # its allocating function, and exits 23 under error (0 under report); a block held by a global
 # or by a running thread is not a leak and gives no report; an unreachable block pointed to by
 # another leaked one is an indirect leak; suppressions by function (with a wildcard) and by
-# module; contig_leak_check() returns what it finds and never exits; the program's own exit
+# module, from a file of any length (bad lines named); contig_leak_check() returns what it finds and never exits; the program's own exit
 # status and stdout (through a pipe) are unchanged; threads busy allocating at exit and exit()
 # from a thread give no false leak; real programs run clean.
 . "${TESTS_SRCDIR:-$(dirname "$0")/..}/safety/common.sh"
@@ -106,6 +106,21 @@ expect_rc "suppress by module: every leak suppressed" 0
 ! grep -q 'SUMMARY\|leak of' "$TMPD/err" || bad "suppress by module: still reported"
 grep -qx 'libcontig: suppressed: 127 byte(s) in 2 allocation(s) by 1 pattern(s)' "$TMPD/err" ||
 	{ bad "suppress by module: no suppressed line"; show; }
+# a big file: 20 KiB of comments, lines that are not patterns (named on stderr, not silently
+# dropped), 300 patterns that match nothing, a 400-byte one, then the one that matches (only the
+# first 16 KiB and 128 patterns were read, and a pattern over ~300 bytes never matched)
+{ i=0; while [ $i -lt 2000 ]; do echo "# comment line $i"; i=$((i + 1)); done
+  echo 'not a pattern'; echo 'leak:'
+  i=0; while [ $i -lt 300 ]; do echo "leak:no_such_function_$i"; i=$((i + 1)); done
+  printf 'leak:%0400d\n' 0
+  echo 'leak:suppressed_l*'; } >"$TMPD/supp"
+run CONTIG_LEAKS=error CONTIG_LEAKS_SUPPRESS="$TMPD/supp" "$t" suppress
+expect_rc "suppress from a big file" 23
+grep -qx 'libcontig: suppressed: 77 byte(s) in 1 allocation(s) by 1 pattern(s)' "$TMPD/err" ||
+	{ bad "suppress from a big file: the last pattern was not used"; show 40; }
+grep -q 'line 2001: not a "leak:PATTERN" line; ignored: "not a pattern"' "$TMPD/err" &&
+	grep -q 'line 2002: not a "leak:PATTERN" line' "$TMPD/err" ||
+	{ bad "suppress from a big file: bad lines not named"; show 40; }
 printf 'leak:no_such_function\n' >"$TMPD/supp"
 run CONTIG_LEAKS=error CONTIG_LEAKS_SUPPRESS="$TMPD/supp" "$t" suppress
 expect_rc "a pattern that matches nothing" 23
