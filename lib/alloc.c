@@ -15,9 +15,12 @@
 static inline bool is_pow2(size_t x) { return x && !(x & (x - 1)); }
 
 /* ---- CONTIG_FALLBACK=system: blocks outside the range, each its own mapping, remembered in an
- * open-addressed table so that free, realloc and malloc_usable_size know them. The table starts
- * at 4096 slots and doubles (rehashed, its tombstones dropped) before it is half used; the old
- * table is metadata, never freed, so that is at most as much again. ---- */
+ * open-addressed table so that free, realloc and malloc_usable_size know them. A freed block's
+ * slot keeps its address, marked freed (FB_FREED), so that a second free of it is caught, not
+ * taken for a foreign pointer and ignored (or, once the kernel has handed the address out again
+ * for another fallback block, made to unmap that one). The table starts at 4096 slots and
+ * doubles (rehashed, freed slots dropped) before it is half used; the old table is metadata,
+ * never freed, so that is at most as much again. ---- */
 typedef struct fb_slot { uintptr_t addr; size_t len; } fb_slot_t;
 static pthread_mutex_t fb_lock = PTHREAD_MUTEX_INITIALIZER;
 static fb_slot_t *fb_tab;
@@ -25,6 +28,7 @@ static size_t fb_cap;                   /* slots, a power of two */
 static size_t fb_used;                  /* live entries and tombstones */
 static _Atomic(size_t) fb_live;
 #define FB_TOMB ((uintptr_t)1)
+#define FB_FREED ((uintptr_t)2)         /* | a freed block's address (fallback blocks are page-aligned) */
 #define FB_FIRST 4096u
 
 static size_t fb_hash(uintptr_t a, size_t cap) { return (size_t)((a >> 12) * 0x9e3779b97f4a7c15ull >> 20) & (cap - 1); }
@@ -32,7 +36,7 @@ static size_t fb_hash(uintptr_t a, size_t cap) { return (size_t)((a >> 12) * 0x9
 static void fb_put(fb_slot_t *tab, size_t cap, uintptr_t a, size_t len)
 {
 	size_t i = fb_hash(a, cap);
-	while (tab[i].addr > FB_TOMB) i = (i + 1) & (cap - 1);
+	while (tab[i].addr > FB_TOMB && tab[i].addr != (a | FB_FREED)) i = (i + 1) & (cap - 1);
 	tab[i].addr = a;
 	tab[i].len = len;
 }
@@ -68,7 +72,7 @@ static bool fb_room(void)
 	fb_slot_t *t = meta_alloc(sizeof(fb_slot_t) * cap);
 	if (!t) return fb_tab && fb_used + 1 < fb_cap;
 	for (size_t i = 0; i < fb_cap; i++)
-		if (fb_tab[i].addr > FB_TOMB) fb_put(t, cap, fb_tab[i].addr, fb_tab[i].len);
+		if (fb_tab[i].addr > FB_TOMB && !(fb_tab[i].addr & FB_FREED)) fb_put(t, cap, fb_tab[i].addr, fb_tab[i].len);
 	fb_tab = t;
 	fb_cap = cap;
 	fb_used = live;
@@ -124,7 +128,7 @@ static size_t fallback_find(const void *p, bool take)
 		if (fb_tab[i].addr == (uintptr_t)p) {
 			len = fb_tab[i].len;
 			if (take) {
-				fb_tab[i].addr = FB_TOMB;
+				fb_tab[i].addr = (uintptr_t)p | FB_FREED;
 				atomic_fetch_sub(&fb_live, 1);
 			}
 			break;
@@ -132,6 +136,21 @@ static size_t fallback_find(const void *p, bool take)
 	}
 	pthread_mutex_unlock(&fb_lock);
 	return len;
+}
+
+/* Whether p is a fallback block freed already (not handed out again since). */
+static bool fallback_freed(const void *p)
+{
+	bool freed = false;
+	if (!fb_cap || ((uintptr_t)p & (OS_PAGE - 1))) return false;
+	pthread_mutex_lock(&fb_lock);
+	for (size_t i = fb_hash((uintptr_t)p, fb_cap), k = 0; fb_tab && k < fb_cap && fb_tab[i].addr;
+	     i = (i + 1) & (fb_cap - 1), k++) {
+		if (fb_tab[i].addr == (uintptr_t)p) break;          /* live again */
+		if (fb_tab[i].addr == ((uintptr_t)p | FB_FREED)) { freed = true; break; }
+	}
+	pthread_mutex_unlock(&fb_lock);
+	return freed;
 }
 
 /* e: errno before the range was tried (a failed try set it; a served block keeps it) */
@@ -180,6 +199,7 @@ static void free_outside(void *p, const char *func)
 	if (!p) return;
 	size_t fl = fallback_find(p, true);
 	if (fl) { os_munmap(p, fl); return; }
+	if (fallback_freed(p)) fatal_pointer(func, p);
 	if (G.cfg.verbose) {
 		char buf[160];
 		fmtbuf_t b;
@@ -367,6 +387,7 @@ void *alloc_realloc(void *p, size_t n)
 	}
 	if (!range_has(p)) {
 		size_t fl = fallback_find(p, false);
+		if (!fl && fallback_freed(p)) fatal_pointer("realloc", p);
 		if (!fl) {                         /* we cannot tell its size */
 			errno = ENOMEM;
 			return NULL;

@@ -60,6 +60,10 @@ enum page_kind {
                                pages purged or not), not a fresh one: its set in the bins */
 #define PF_PROT     0x08    /* a caller changed the protection of part of this page, or gave it lasting advice */
 #define PF_NONE     0x10    /* our mapping here is PROT_NONE (a served mapping was unmapped) */
+#define PF_WASHEAD  0x20    /* the first page of a freed large block, until a run other than a small
+                               one's head takes it: a small run made here never hands out its block
+                               0, whose address is that large block's (a second free of it must
+                               still be caught, not free someone else's block) */
 
 typedef struct block {
 	struct block *next;

@@ -452,7 +452,7 @@ static void page_init(heap_t *h, page_t *pg, unsigned cls)
 	page_set_heap(pg, h);
 	pg->block_size = bs;
 	pg->cls = (uint8_t)cls;
-	pg->capacity = 0;
+	pg->capacity = pg->flags & PF_WASHEAD ? 1 : 0;   /* block 0 never carved (PF_WASHEAD) */
 	pg->used = 0;
 	pg->free = NULL;
 	pg->start = page_addr(page_idx(pg));
@@ -461,6 +461,27 @@ static void page_init(heap_t *h, page_t *pg, unsigned cls)
 	for (int i = 0; i < 5; i++) inv *= 2 - odd * inv;
 	pg->inv = inv;
 	page_remote(pg)->page = pg;
+}
+
+/* A heap with a working set of its own takes its one-page runs a few at a time: runs taken one
+ * by one while other threads take theirs lie interleaved with theirs, and so do their
+ * descriptors and bitmaps, neighbouring cache lines that different cores write on every malloc
+ * and free (the adjacent-line prefetcher pulls lines in pairs). The extra runs wait as spares,
+ * made ready for cls, which the next run of any class takes first. Only pages that are free
+ * already and fit under the limit: a spare never grows the range or costs a limit hit. */
+#define SPARE_FILL_RUNS 8u            /* a heap owning fewer runs takes them one at a time */
+static void spares_fill(heap_t *h, unsigned cls)
+{
+	if (h->nruns < SPARE_FILL_RUNS || class_pages[cls] != 1) return;
+	int e = errno;
+	while (h->nspare < HEAP_SPARES) {
+		page_t *pg = region_alloc(1, PK_SMALL, RUN_SPARE);
+		if (!pg) break;
+		h->nruns++;
+		page_init(h, pg, cls);
+		h->spare[h->nspare++] = pg;
+	}
+	errno = e;
 }
 
 static page_t *new_page(heap_t *h, unsigned cls)
@@ -476,6 +497,7 @@ static page_t *new_page(heap_t *h, unsigned cls)
 			pg = region_alloc(class_pages[cls], PK_SMALL, 0);
 			if (!pg) return NULL;
 			h->nruns++;
+			spares_fill(h, cls);
 		}
 		page_init(h, pg, cls);
 	}

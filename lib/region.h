@@ -8,7 +8,11 @@
 #include "range.h"
 
 /* ---- runs (runs.c) ---- */
-enum { RUN_ZERO = 1 };             /* caller needs the memory zeroed (PK_MMAP: decommitted instead) */
+enum {
+	RUN_ZERO = 1,              /* caller needs the memory zeroed (PK_MMAP: decommitted instead) */
+	RUN_SPARE = 2,             /* wanted ahead of need: only pages the limit leaves room for
+	                              without purging, and a refusal is no limit hit */
+};
 HIDDEN int region_init(void);      /* the range, then the limit */
 HIDDEN page_t *region_alloc(size_t npages, uint8_t kind, int flags);
 HIDDEN page_t *region_alloc_aligned(size_t npages, size_t align, uint8_t kind, int flags);

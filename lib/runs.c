@@ -187,7 +187,7 @@ refit:
 	for (;;) {
 		idx = find_fit(n + extra, kind);
 		if (idx != SIZE_MAX) break;
-		if (range_grow(n + extra, add_usable) != 0) goto fail;
+		if ((flags & RUN_SPARE) || range_grow(n + extra, add_usable) != 0) goto fail;
 	}
 	h = P(idx);
 	size_t len = h->npages;
@@ -200,6 +200,7 @@ refit:
 	if (extra) take = (align_up(page_addr(idx), align) - G.base) >> PAGE_SHIFT;   /* idx <= take <= idx + extra */
 	size_t clean = 0;
 	for (size_t i = take; i < take + n; i++) clean += !(P(i)->flags & PF_DIRTY);
+	if (R.limit && R.committed + clean > R.limit && (flags & RUN_SPARE)) goto fail;
 	if (R.limit && R.committed + clean > R.limit && !purged) {
 		/* every free page is clean after this: fit again */
 		if (!limit_make_room_locked(n)) goto fail;
@@ -214,6 +215,7 @@ refit:
 	for (size_t i = idx; i < idx + n; i++) {
 		page_t *pg = P(i);
 		uint8_t f = pg->flags & (uint8_t)~(PF_RUNDIRTY | PF_NEEDZERO);
+		if (kind != PK_SMALL || i != idx) f &= (uint8_t)~PF_WASHEAD;
 		if ((flags & RUN_ZERO) && (f & PF_DIRTY)) f |= PF_NEEDZERO;
 		pg->flags = f | PF_DIRTY;
 		pg->kind = PK_CONT;             /* the head's kind is set last, once its fields are */
@@ -305,9 +307,13 @@ static bool free_locked(page_t *h)
 	__atomic_store_n(&h->kind, PK_FREE, __ATOMIC_RELEASE);
 	if (was == PK_SMALL) {
 		h->capacity = 0;        /* only small heads have one (the free fast path's one test) */
+		h->flags &= (uint8_t)~PF_WASHEAD;
 		bitmap_put_locked(h->live);
 	}
-	else if (was == PK_LARGE) { R.large_bytes -= n << PAGE_SHIFT; R.large_blocks--; }
+	else if (was == PK_LARGE) {
+		R.large_bytes -= n << PAGE_SHIFT; R.large_blocks--;
+		h->flags |= PF_WASHEAD;
+	}
 	for (size_t i = idx; i < idx + n; i++) {
 		if (P(i)->flags & PF_PROT) {
 			/* the caller changed protections or gave lasting advice (MADV_DONTFORK, ...) inside

@@ -73,7 +73,8 @@ expect_survive() {   # CASE
 	echo "ok: $1 survived"
 }
 
-for c in double-free-small double-free-medium double-free-large double-free-aligned \
+for c in double-free-small double-free-medium double-free-large double-free-large-reused \
+         double-free-onepage-aligned double-free-aligned \
          interior-small interior-large interior-misaligned never-handed-out; do
 	expect_abort $c free
 done

@@ -203,6 +203,21 @@ int main(int argc, char **argv)
 	unsigned char *p, *q;
 
 	tu_init();
+	if (strcmp(c, "double-free-large-reused") == 0) {
+		/* First thing, before stdio has a buffer: a large block freed between live
+		 * neighbours (or the range's start) whose pages become a small run of the same
+		 * length. The run's first block had the large block's address, and the second free
+		 * freed that block silently: two mallocs then got the same block. */
+		free_p(malloc(150000));
+		q = malloc(150000);
+		unsigned char *guard = malloc(150000), *r;
+		free_p(q);
+		r = malloc(45000);                      /* (a 3-page run, cut from q's pages) */
+		CHECK(q && guard && r, "malloc failed");
+		bad_free(q);
+		(void)guard;                            /* (r is q when the free went through) */
+		return 0;
+	}
 	/* stdio allocates its buffer on first use: do it now, or that buffer could land on a block
 	 * just freed (a freed large run is reused for small pages) and make a double free valid. */
 	printf("case %s\n", c);
@@ -223,6 +238,13 @@ int main(int argc, char **argv)
 		bad_free(q);
 	} else if (strcmp(c, "double-free-large") == 0) {
 		q = alloc((size_t)8 << 20);
+		free_p(q);
+		bad_free(q);
+	} else if (strcmp(c, "double-free-onepage-aligned") == 0) {
+		/* a one-page large block: its first free may start the library's purger thread,
+		 * whose thread set-up callocs a block that lands on the freed page */
+		q = memalign((size_t)1 << 17, 100);
+		CHECK(q != NULL, "memalign failed");
 		free_p(q);
 		bad_free(q);
 	} else if (strcmp(c, "double-free-aligned") == 0) {

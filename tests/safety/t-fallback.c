@@ -67,6 +67,19 @@ int main(int argc, char **argv)
 		tu_init();
 		return fork_case();
 	}
+	if (argc > 1 && strcmp(argv[1], "double-free") == 0) {
+		/* a fallback block freed twice: "free(): invalid pointer" and SIGABRT, as in the
+		 * range (its table entry was dropped at the first free, and the second was taken
+		 * for a foreign pointer and ignored) */
+		void (*volatile fr)(void *) = free;
+		char *p = malloc((size_t)16 << 20);
+		CHECK(p != NULL && !tu_in_range((uintptr_t)p, 1), "16 MiB not served outside an 8 MiB range");
+		fr(p);
+		printf("ptr %p\n", (void *)p);
+		fflush(stdout);
+		fr(p);
+		return 0;
+	}
 	int in = 0, out = 0, failed = 0, sfail = 0, sout = 0;
 	int (*get)(contig_stats_t *) = (int (*)(contig_stats_t *))dlsym(RTLD_DEFAULT, "contig_get_stats");
 	contig_stats_t st;
