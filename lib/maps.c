@@ -67,7 +67,7 @@ int maps_scan(uintptr_t lo, uintptr_t hi, maps_fn fn, void *arg)
 	return lines ? stopped : -ENODATA;
 }
 
-/* Whether the mapping that starts at lo has VM_NORESERVE ("nr" in its VmFlags line of
+/* Whether the mapping that holds address lo has VM_NORESERVE ("nr" in its VmFlags line of
  * /proc/self/smaps): 1 or 0, -1 when no such mapping or no smaps. Reads smaps up to that
  * mapping only. */
 int maps_noreserve(uintptr_t lo)
@@ -78,9 +78,10 @@ int maps_noreserve(uintptr_t lo)
 	if (os_lines_open(&l, "proc:smaps") < 0) return -1;
 	while (ret < 0 && os_lines_next(&l, line, sizeof line)) {
 		if (!found) {
-			uintptr_t a = 0;
+			uintptr_t a = 0, b = 0;
 			const char *s = parse_hex(line, &a);
-			found = *s == '-' && a == lo;
+			if (*s == '-') parse_hex(s + 1, &b);
+			found = *s == '-' && a <= lo && lo < b;
 		} else if (strncmp(line, "VmFlags:", 8) == 0) {
 			ret = 0;
 			for (const char *s = line + 8; *s; s++)

@@ -16,7 +16,7 @@ typedef struct maps_entry {
 typedef int (*maps_fn)(const maps_entry_t *m, void *arg);
 /* Calls fn for each mapping overlapping [lo, hi). Returns 1 if fn stopped it, 0, or -errno. */
 int maps_scan(uintptr_t lo, uintptr_t hi, maps_fn fn, void *arg);
-/* Whether the mapping starting at lo has VM_NORESERVE (/proc/self/smaps): 1, 0, or -1 unknown. */
+/* Whether the mapping holding address lo has VM_NORESERVE (/proc/self/smaps): 1, 0, or -1 unknown. */
 int maps_noreserve(uintptr_t lo);
 /* SwapTotal of /proc/meminfo in bytes; SIZE_MAX when it cannot be read. */
 size_t maps_swap_total(void);

@@ -105,10 +105,13 @@ int os_lines_next(os_lines_t *l, char *line, size_t n)
 {
 	size_t i = 0;
 	for (;;) {
-		while (l->pos < l->len) {
-			char c = l->buf[l->pos++];
-			if (c == '\n') { line[i] = 0; return 1; }
-			if (i < n - 1) line[i++] = c;
+		if (l->pos < l->len) {
+			const char *s = l->buf + l->pos, *nl = memchr(s, '\n', l->len - l->pos);
+			size_t k = nl ? (size_t)(nl - s) : l->len - l->pos, c = k < n - 1 - i ? k : n - 1 - i;
+			memcpy(line + i, s, c);
+			i += c;
+			l->pos += k + (nl != NULL);
+			if (nl) { line[i] = 0; return 1; }
 		}
 		if (l->eof) break;
 		long r = os_read(l->fd, l->buf, sizeof l->buf);

@@ -22,7 +22,8 @@ static struct {
 	size_t notified;            /* collisions passed to the callback */
 	char *meta_cur, *meta_end;  /* metadata bump area */
 	size_t none_islands;        /* runs of PF_NONE pages side by side: kernel mappings of their own */
-	int resv_nr;                /* our reservation shows VM_NORESERVE (not under overcommit mode 2) */
+	int resv_nr;                /* our reservation shows VM_NORESERVE (not under overcommit mode 2):
+	                               1 or 0; -1 not looked at yet (resv_noreserve) */
 } R;
 
 static contig_collision_fn coll_fn;
@@ -202,6 +203,22 @@ typedef struct foreign_scan {
 	                               there is another mapping, not one found before */
 } foreign_scan_t;
 
+/* Whether our reservation has VM_NORESERVE, read from smaps the first time it matters (a
+ * PROT_NONE line over part of the pages about to be used), not at start: smaps is long and
+ * slow to make, and reading it there was two thirds of the library's start-up cost (/bin/true:
+ * 815,000 instructions, 510,000 of them in smaps). The page looked at is the last reserved one
+ * never used, still the reservation's own mapping; with none left, nothing reserved is about
+ * to be used either. */
+static int resv_noreserve(void)
+{
+	if (R.resv_nr >= 0) return R.resv_nr;
+	size_t i = R.reserved_end;
+	while (i > 0 && P(i - 1)->kind != PK_UNUSED) i--;
+	if (i == 0) return 0;
+	R.resv_nr = maps_noreserve(page_addr(i - 1)) == 1;
+	return R.resv_nr;
+}
+
 static int foreign_cb(const maps_entry_t *m, void *arg)
 {
 	foreign_scan_t *fs = arg;
@@ -210,7 +227,7 @@ static int foreign_cb(const maps_entry_t *m, void *arg)
 		 * One that covers only part of them sits beside another mapping there: a PROT_NONE
 		 * mapping put over our reservation by a raw system call (without MAP_NORESERVE, which
 		 * ours has) must not be taken for it, or its pages would be handed out. */
-		if ((m->lo <= fs->lo && m->hi >= fs->hi) || !R.resv_nr || maps_noreserve(m->lo) != 0)
+		if ((m->lo <= fs->lo && m->hi >= fs->hi) || !resv_noreserve() || maps_noreserve(m->lo) != 0)
 			return 0;
 	}
 	uintptr_t lo = m->lo < fs->clo ? fs->clo : m->lo;
@@ -498,9 +515,7 @@ int range_init(void)
 		log_line(buf);
 	}
 	R.reserved_bytes = got << PAGE_SHIFT;
-	size_t first = 0;                   /* our reservation's first page (foreign pages before it) */
-	while (first < R.reserved_end && P(first)->kind == PK_FOREIGN) first++;
-	R.resv_nr = got && first < R.reserved_end && maps_noreserve(page_addr(first)) == 1;
+	R.resv_nr = got ? -1 : 0;
 	if (c->verbose) {
 		fmt_init(&b, buf, sizeof buf);
 		fmt_str(&b, "range ");
