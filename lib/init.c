@@ -7,6 +7,7 @@
 #include "beacon.h"
 #include "stack.h"
 #include "fmt.h"
+#include <dlfcn.h>
 #include <errno.h>
 #include <sched.h>
 #include <sys/auxv.h>
@@ -30,7 +31,9 @@ static uintptr_t tag_key(void)
 
 void contig_init_slow(void)
 {
-	int expect = 0;
+	int expect = 3;
+	atomic_compare_exchange_strong(&G.state, &expect, 0);   /* a shadowed copy called after all */
+	expect = 0;
 	if (!atomic_compare_exchange_strong(&G.state, &expect, 1)) {
 		/* Another thread is initialising: wait for it (it never allocates, so it finishes). */
 		while (atomic_load_explicit(&G.state, memory_order_acquire) != 2) sched_yield();
@@ -50,8 +53,26 @@ void contig_init_slow(void)
 	atomic_store_explicit(&G.state, 2, memory_order_release);
 }
 
+/* Whether the process's malloc is another copy of this library's (two copies preloaded from
+ * different paths, or one preloaded and another linked under another name): every call the
+ * program makes goes to that copy, and this one must not reserve the range under it (it did, when
+ * its constructor ran first: the other copy found the range taken, reserved nothing, and every
+ * malloc failed). A shadowed copy does nothing at all, at start or at exit. From the
+ * constructor: the loader is up, and dlsym may allocate (from the other copy). */
+static bool shadowed(void)
+{
+	Dl_info self, mall, api;
+	void *m = dlsym(RTLD_DEFAULT, "malloc"), *o = dlsym(RTLD_DEFAULT, "contig_owns");
+	if (!m || !o || !dladdr((void *)shadowed, &self) || !dladdr(m, &mall) || !dladdr(o, &api)) return false;
+	return mall.dli_fbase != self.dli_fbase && api.dli_fbase == mall.dli_fbase;   /* another libcontig's */
+}
+
 __attribute__((constructor)) static void contig_constructor(void)
 {
+	if (atomic_load(&G.state) == 0 && shadowed()) {
+		atomic_store(&G.state, 3);          /* (never 2: every entry point would init, and none runs) */
+		return;
+	}
 	contig_ensure_init();
 	stack_init();                            /* allocation stacks, under CONTIG_LEAKS only */
 	pthread_atfork(alloc_fork_prepare, alloc_fork_parent, alloc_fork_child);

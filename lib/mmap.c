@@ -109,6 +109,8 @@ static bool servable(size_t len, int prot, int flags)
 	if ((flags & MAP_TYPE) != MAP_PRIVATE || !(flags & MAP_ANONYMOUS)) return false;
 	if (flags & (MAP_32BIT | MAP_HUGETLB | MAP_GROWSDOWN)) return false;
 	if (prot == PROT_NONE && mode != MMAP_ALL) return false;
+	/* other bits (PROT_GROWSDOWN, PROT_SEM, unknown ones): the kernel's to accept or refuse */
+	if (prot & ~(PROT_READ | PROT_WRITE | PROT_EXEC)) return false;
 	return true;
 }
 
@@ -146,6 +148,9 @@ static void page_span(uintptr_t lo, size_t len, size_t *a, size_t *b)
  * pages whose last 4 KiB page the caller gave up. */
 static void fixed_mask(uintptr_t lo, uintptr_t hi, bool set)
 {
+	/* only the part inside the range (a fixed mapping may reach past either end) */
+	if (lo < G.base) lo = G.base;
+	if (hi > G.base + G.size) hi = G.base + G.size;
 	for (uintptr_t p = align_down(lo, PAGE_SIZE); p < hi; p += PAGE_SIZE) {
 		page_t *pg = page_of((void *)p);
 		if (pg->kind != PK_MMAP_FIXED) continue;
@@ -200,6 +205,29 @@ static void served_extend(page_t *h, uintptr_t lo, uintptr_t hi)
 	}
 }
 
+static bool holes_any(const page_t *h, uintptr_t lo, uintptr_t hi);
+static bool holes_all(const uint64_t *bm, size_t a, size_t b);
+
+/* Whether the caller still has any 4 KiB page of [lo, hi) mapped in the served runs of pages
+ * [pa, pb): what it unmapped (holes, the parts cut off a run) and the rest of a run's last 64 KiB
+ * page past what mmap gave are not its mappings, and MAP_FIXED_NOREPLACE may take them. */
+static bool served_mapped_any(size_t pa, size_t pb, uintptr_t lo, uintptr_t hi)
+{
+	for (size_t i = pa; i < pb;) {
+		page_t *h;
+		if (region_classify(i, &h) != PC_MMAP) { i++; continue; }
+		uintptr_t start = page_addr(page_idx(h));
+		uintptr_t s = start + h->map_lo > lo ? start + h->map_lo : lo;
+		uintptr_t e = start + h->map_hi < hi ? start + h->map_hi : hi;
+		s = align_down(s, OS_PAGE);
+		e = align_up(e, OS_PAGE);
+		if (s < e && !(h->holes && holes_all(h->holes, (s - start) / OS_PAGE, (e - start) / OS_PAGE)))
+			return true;
+		i = page_idx(h) + h->npages;
+	}
+	return false;
+}
+
 static void *fixed_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
 	uintptr_t a = (uintptr_t)addr;
@@ -213,7 +241,8 @@ static void *fixed_mmap(void *addr, size_t len, int prot, int flags, int fd, off
 		range_count_collision(a, len, CONTIG_ROUTE_MMAP);
 		return fail(noreplace ? EEXIST : ENOMEM);
 	}
-	if (noreplace && (s.mine || s.fixed || s.foreign)) return fail(EEXIST);
+	if (noreplace && (s.fixed || s.foreign || (s.mine && served_mapped_any(pa, pb, a, a + len))))
+		return fail(EEXIST);
 	if (s.free && region_fixed_take(pa, pb) != 0) return fail(noreplace ? EEXIST : ENOMEM);
 	int kflags = (flags & ~MAP_FIXED_NOREPLACE) | MAP_FIXED;
 	void *p = kernel_mmap(addr, len, prot, kflags, fd, off);
@@ -228,6 +257,9 @@ static void *fixed_mmap(void *addr, size_t len, int prot, int flags, int fd, off
 		page_t *h;
 		if (region_classify(i, &h) != PC_MMAP) { i++; continue; }
 		served_extend(h, a, a + len);
+		/* the caller's own mapping there now, whatever its protection, sharing or file: what
+		 * grows it in place, or frees it, must go through the kernel (prot_changed) */
+		for (size_t k = i; k < pb && k < page_idx(h) + h->npages; k++) G.pages[k].flags |= PF_PROT;
 		i = page_idx(h) + h->npages;
 	}
 	if (s.free) {
@@ -284,11 +316,23 @@ void *mm_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 	uintptr_t a = page_addr(page_idx(h));
 	h->map_hi = align_up(len, OS_PAGE);
 	if (prot != (PROT_READ | PROT_WRITE)) {
-		os_mprotect((void *)a, h->map_hi, prot);
 		for (size_t i = 0; i < np; i++) h[i].flags |= PF_PROT;
+		int r = os_mprotect((void *)a, h->map_hi, prot);
+		if (r != 0) {                      /* (the run goes back as a fresh mapping: PF_PROT) */
+			region_free(h);
+			return fail(-r);
+		}
 	}
 	if (flags & MAP_POPULATE) os_madvise((void *)a, h->map_hi, 23 /* MADV_POPULATE_WRITE */);
-	if (flags & MAP_LOCKED) os_syscall6(SYS_mlock, (long)a, (long)h->map_hi, 0, 0, 0, 0);
+	if (flags & MAP_LOCKED) {
+		/* past RLIMIT_MEMLOCK the kernel refuses the mapping (EAGAIN); pages it could not
+		 * fault in are no error */
+		long r = os_syscall6(SYS_mlock, (long)a, (long)h->map_hi, 0, 0, 0, 0);
+		if (r == -ENOMEM || r == -EPERM) {
+			region_free(h);
+			return fail(EAGAIN);
+		}
+	}
 	atomic_fetch_add_explicit(&mmap_calls, 1, memory_order_relaxed);
 	return (void *)a;
 }
@@ -356,7 +400,8 @@ int mm_munmap(void *addr, size_t len)
 {
 	uintptr_t a = (uintptr_t)addr;
 	contig_ensure_init();
-	if ((a & (OS_PAGE - 1)) || len == 0) { errno = EINVAL; return -1; }
+	/* the kernel's checks: aligned, not empty, not wrapping past the top of the address space */
+	if ((a & (OS_PAGE - 1)) || len == 0 || len > UINTPTR_MAX - a - (OS_PAGE - 1)) { errno = EINVAL; return -1; }
 	if (!overlaps_range(a, len)) return kernel_ret(os_munmap(addr, len));
 	len = align_up(len, OS_PAGE);
 	size_t pa, pb;
@@ -472,6 +517,7 @@ int mm_mprotect(void *addr, size_t len, int prot)
 {
 	uintptr_t a = (uintptr_t)addr;
 	contig_ensure_init();
+	if (a & (OS_PAGE - 1)) { errno = EINVAL; return -1; }     /* the kernel's first check */
 	if (overlaps_range(a, len) && len) {
 		int e = check_own("mprotect", a, len, true, true);
 		if (e) { errno = e; return -1; }

@@ -3,6 +3,8 @@
 #include "config.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -129,7 +131,27 @@ void os_lines_close(os_lines_t *l)
 	l->fd = -1;
 }
 
+/* The library's own writes (log lines, exit reports, the page map, addr2line's pipe) into a
+ * pipe whose reader has gone must not kill the program with SIGPIPE (status 141 where the
+ * program's own was due): SIGPIPE is blocked while they write, and one they raised is taken
+ * back (not one that was pending before). Writes are rare: four more system calls each. */
+static long write_all(int fd, const void *buf, size_t n);
+
 long os_write(int fd, const void *buf, size_t n)
+{
+	uint64_t pipe = 1ull << (SIGPIPE - 1), old = 0, pend = 0;
+	SC(SYS_rt_sigprocmask, SIG_BLOCK, &pipe, &old, sizeof pipe, 0, 0);
+	bool before = SC(SYS_rt_sigpending, &pend, sizeof pend, 0, 0, 0, 0) == 0 && (pend & pipe);
+	long r = write_all(fd, buf, n);
+	if (!before && SC(SYS_rt_sigpending, &pend, sizeof pend, 0, 0, 0, 0) == 0 && (pend & pipe)) {
+		struct timespec now = { 0, 0 };
+		SC(SYS_rt_sigtimedwait, &pipe, NULL, &now, sizeof pipe, 0, 0);
+	}
+	SC(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof old, 0, 0);
+	return r;
+}
+
+static long write_all(int fd, const void *buf, size_t n)
 {
 	const char *p = buf;
 	size_t done = 0;
@@ -199,7 +221,15 @@ int os_map_over_rw(uintptr_t addr, size_t len)
 	return os_failed(p) ? -os_err(p) : 0;
 }
 int os_commit(uintptr_t addr, size_t len) { return os_mprotect((void *)addr, len, PROT_READ | PROT_WRITE); }
-int os_decommit(uintptr_t addr, size_t len) { return os_madvise((void *)addr, len, MADV_DONTNEED); }
+int os_decommit(uintptr_t addr, size_t len)
+{
+	int r = os_madvise((void *)addr, len, MADV_DONTNEED);
+	/* Locked pages (mlock, mlockall) refuse MADV_DONTNEED with EINVAL: they kept their data,
+	 * and a calloc or a mapping that trusted them to read as zero got it. A fresh mapping
+	 * over them gives them back and reads as zero all the same. */
+	if (r == -EINVAL) r = os_map_over_rw(addr, len);
+	return r;
+}
 
 void *os_map_meta(size_t len, uintptr_t lo, uintptr_t hi)
 {

@@ -43,7 +43,8 @@ int os_reserve_fixed(uintptr_t addr, size_t len);   /* PROT_NONE at exactly addr
 int os_map_fixed_rw(uintptr_t addr, size_t len);    /* RW at exactly addr, never replacing (lazy growth) */
 int os_map_over_rw(uintptr_t addr, size_t len);    /* a fresh RW mapping over our own pages */
 int os_commit(uintptr_t addr, size_t len);          /* PROT_NONE -> RW over our own reservation */
-int os_decommit(uintptr_t addr, size_t len);        /* give the pages back; they stay ours and read as zero */
+int os_decommit(uintptr_t addr, size_t len);        /* give the pages back; they stay ours and read as zero
+                                                      (locked ones too: a fresh mapping over them) */
 void *os_map_meta(size_t len, uintptr_t avoid_lo, uintptr_t avoid_hi); /* RW outside [lo,hi) */
 
 #endif

@@ -7,6 +7,7 @@ version and the python3 it runs under filled in. `run` and `info` use the standa
 `map` draws with matplotlib when asked for a picture (-o FILE.png).
 """
 
+import errno
 import json
 import os
 import re
@@ -337,8 +338,12 @@ def find_lib(environ=None):
 
 
 def preload_env(lib, env):
+    """LD_PRELOAD with this library first; other copies of libcontig already listed are dropped:
+    two copies in one process would both try to own the range."""
     env = dict(env)
-    env["LD_PRELOAD"] = lib + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
+    rest = [e for e in re.split(r"[:\s]+", env.get("LD_PRELOAD", ""))
+            if e and not os.path.basename(e).startswith("libcontig.so")]
+    env["LD_PRELOAD"] = ":".join([lib] + rest)
     return env
 
 
@@ -346,7 +351,16 @@ def run(args):
     lib, _ = find_lib()
     env = preload_env(lib, child_env(args))
     try:
-        os.execvpe(args.operands[0], args.operands, env)
+        try:
+            os.execvpe(args.operands[0], args.operands, env)
+        except OSError as e:
+            if e.errno != errno.ENOEXEC:
+                raise
+            # a script without "#!": run by the shell, as execvp(3) and shells do
+            prog = args.operands[0]
+            if "/" not in prog:
+                prog = shutil.which(prog, path=env.get("PATH", os.defpath)) or prog
+            os.execve("/bin/sh", ["/bin/sh", prog] + args.operands[1:], env)
     except OSError as e:
         sys.stderr.write("%s: %s: %s\n" % (ME, args.operands[0], e.strerror))
         return 127 if isinstance(e, FileNotFoundError) else 126
@@ -507,12 +521,14 @@ def info(lib, how):
     for w in why:
         print("  ! %s; the library uses the value above" % w)
     base, size = cfg["base"], cfg["size"]
-    end = base + size
 
     print()
     print("limits")
     soft, _ = resource.getrlimit(resource.RLIMIT_AS)
     rl = None if soft == resource.RLIM_INFINITY else soft
+    full = size
+    size = range_under_limit(size, rl)          # under any limit, in every mode
+    end = base + size
     if rl is None:
         print("  RLIMIT_AS      unlimited (ulimit -v: unlimited)")
     else:
@@ -552,6 +568,9 @@ def info(lib, how):
     print()
     print("mode")
     mode = cfg["mode"]
+    if size < full:
+        print("  the range is cut to %s, eight times RLIMIT_AS (at least 4 GiB), in every mode: the heap" % human(size))
+        print("  cannot outgrow the limit, and the page descriptors take 1/1024 of the range")
     if mode == "reserve":
         print("  reserve: maps the whole range PROT_NONE (MAP_NORESERVE) at start; if RLIMIT_AS refuses")
         print("  it, keeps what it got and grows lazily beyond")
@@ -561,10 +580,6 @@ def info(lib, how):
         print("  auto: no RLIMIT_AS, so it reserves the whole range (%s) PROT_NONE at start" % human(size))
     else:
         head = auto_headroom(rl)
-        if range_under_limit(size, rl) < size:
-            size = range_under_limit(size, rl)
-            print("  the range is cut to %s, eight times RLIMIT_AS (at least 4 GiB): the heap cannot" % human(size))
-            print("  outgrow the limit, and the page descriptors take 1/1024 of the range")
         print("  auto: RLIMIT_AS %s - headroom %s (max(RLIMIT_AS*7/8, 256 MiB))" % (human(rl), human(head)))
         print("        - the address space the program already uses at start")
         room = rl - head

@@ -7,7 +7,7 @@ preload_tests = \
 	preload/entry.sh preload/calloc.sh preload/errors.sh preload/realloc.sh preload/threads.sh \
 	preload/fork.sh preload/cxx.sh preload/misuse.sh preload/env.sh preload/stats.sh \
 	preload/symbols.sh preload/python.sh preload/sqlite.sh preload/gcc.sh preload/gxx.sh \
-	preload/determinism.sh
+	preload/determinism.sh preload/twocopies.sh
 TESTS += $(preload_tests)
 EXTRA_DIST += $(preload_tests) preload/lib.sh preload/expected-symbols.txt \
 	preload/python-objects.py preload/sqlite-workload.sql

@@ -5,7 +5,8 @@
 # on malloc_trim(0) and contig_purge() while CONTIG_PURGE_MS=60000 keeps the purger away (t-purge
 # checks the memory is still resident before the call). The JSON counts the purged bytes. The tail
 # a realloc cuts off goes back at once under CONTIG_PURGE_MS=0; an exited thread's blocks freed by
-# another thread go back in time with no further call.
+# another thread go back in time with no further call. Freed mlock'ed blocks handed out again by
+# calloc or mmap read as zero (MADV_DONTNEED refuses locked pages).
 . "${TESTS_SRCDIR:-$(dirname "$0")/..}/safety/common.sh"
 
 t=$(prog t-purge)
@@ -24,6 +25,14 @@ run CONTIG_PURGE_MS=60000 "$t" purge
 expect_rc "CONTIG_PURGE_MS=60000 t-purge purge" 0 && cat "$TMPD/out"
 run CONTIG_PURGE_MS=0 "$t" shrink
 expect_rc "CONTIG_PURGE_MS=0 t-purge shrink" 0 && cat "$TMPD/out"
+for ms in 0 60000; do
+	run CONTIG_PURGE_MS=$ms "$t" locked
+	if [ "$rc" -ne 77 ]; then
+		expect_rc "CONTIG_PURGE_MS=$ms t-purge locked" 0 && cat "$TMPD/out"
+	else
+		cat "$TMPD/out"
+	fi
+done
 run "$t" orphan
 expect_rc "default CONTIG_PURGE_MS, t-purge orphan" 0 && cat "$TMPD/out"
 # The rule can fail: with a 60 s delay and no call, memory stays resident.

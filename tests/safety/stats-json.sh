@@ -3,7 +3,8 @@
 # module) with the expected keys and sane values for t-stats's known workload (live blocks and
 # bytes, calls by kind, committed >= live, peaks >= now, range and mode); CONTIG_STATS_FILE
 # writes it to a file and not to stderr, one per process with %p; malloc_stats() prints the library's summary
-# ("libcontig:" lines) on stderr; mallinfo2()/mallinfo() agree with the statistics (t-stats).
+# ("libcontig:" lines) on stderr; mallinfo2()/mallinfo() agree with the statistics (t-stats); the
+# library's writes into a pipe with no reader never kill the program with SIGPIPE.
 . "${TESTS_SRCDIR:-$(dirname "$0")/..}/safety/common.sh"
 
 t=$(prog t-stats)
@@ -65,5 +66,12 @@ for f in "$TMPD/no/such/dir/file.json" /dev/full; do
 	sed -n '/^{/,$p' "$TMPD/err" | tail -1 >"$TMPD/fallback.json"
 	json_check "$TMPD/fallback.json" "all(k in j for k in $keys)" ||
 		bad "CONTIG_STATS_FILE=$f: the statistics did not reach stderr"
+done
+# The library's own writes into a pipe whose reader has gone (CONTIG_STATS at exit, a bad value's
+# line, verbose logs): the program's own status, not death by SIGPIPE (141).
+for envs in "CONTIG_STATS=1" "CONTIG_STATS=json" "CONTIG_MODE=bogus" "CONTIG_VERBOSE=1"; do
+	( sleep 0.3; env $envs LD_PRELOAD="$LIBCONTIG" sh -c 'exec "$0" 0' "$t" >/dev/null; echo $? >"$TMPD/pipe-rc" ) 2>&1 | true
+	prc=$(cat "$TMPD/pipe-rc")
+	[ "$prc" = 0 ] || bad "$envs, stderr a pipe with no reader: exit status $prc, expected 0"
 done
 finish

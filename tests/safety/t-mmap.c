@@ -241,8 +241,74 @@ static void calls(void)
 	       collisions_now() - c0);
 }
 
+/* MAP_FIXED and MAP_FIXED_NOREPLACE mappings that reach past either end of the range: the
+ * kernel maps them, and the library must follow (it walked page descriptors for the whole span,
+ * past the end of its table: SIGSEGV). */
+static void range_edges(void)
+{
+	const uintptr_t at[2] = { tu_base + tu_size - PG, tu_base - PG };
+	const int how[2] = { MAP_FIXED, MAP_FIXED_NOREPLACE };
+	for (int i = 0; i < 2; i++)
+		for (int k = 0; k < 2; k++) {
+			char *p = mmap((void *)at[i], 2 * PG, PROT_READ | PROT_WRITE,
+			               MAP_PRIVATE | MAP_ANONYMOUS | how[k], -1, 0);
+			SOFT(p == (char *)at[i], "mmap(%s) of 8 KiB at %#lx, across the range's %s, gave %p",
+			     k ? "MAP_FIXED_NOREPLACE" : "MAP_FIXED", (unsigned long)at[i], i ? "start" : "end", (void *)p);
+			if (p != (char *)at[i]) continue;
+			p[0] = 1;
+			p[2 * PG - 1] = 2;
+			SOFT(p[0] == 1 && p[2 * PG - 1] == 2, "a mapping across the range's edge lost its bytes");
+			SOFT(munmap(p, 2 * PG) == 0, "munmap of a mapping across the range's edge failed");
+		}
+}
+
+/* Where the kernel's answer was not followed (an audit against the kernel): MAP_FIXED_NOREPLACE
+ * into pages of a served mapping the caller unmapped (EEXIST; the kernel maps them); a mapping
+ * made read-only by MAP_FIXED over itself and then grown in place (the new part came back
+ * writable); protection bits beyond read, write and exec (the failed mprotect was ignored: a
+ * writable mapping); munmap with a length that wraps and mprotect of an unaligned address (0 and
+ * ENOMEM instead of EINVAL). */
+static void kernel_answers(void)
+{
+	const int A = MAP_PRIVATE | MAP_ANONYMOUS;
+	char *p = anon(16 * PG, PROT_READ | PROT_WRITE);
+	SOFT(munmap(p + 8 * PG, 8 * PG) == 0, "munmap of a served mapping's back half failed");
+	char *q = mmap(p + 8 * PG, 8 * PG, PROT_READ | PROT_WRITE, A | MAP_FIXED_NOREPLACE, -1, 0);
+	SOFT(q == p + 8 * PG, "MAP_FIXED_NOREPLACE into pages the caller unmapped: %p (%s)", (void *)q,
+	     q == MAP_FAILED ? strerror(errno) : "elsewhere");
+	if (q != MAP_FAILED) { q[0] = 1; munmap(q, 8 * PG); }
+	q = mmap(p + 4 * PG, 4 * PG, PROT_READ | PROT_WRITE, A | MAP_FIXED_NOREPLACE, -1, 0);
+	SOFT(q == MAP_FAILED && errno == EEXIST, "MAP_FIXED_NOREPLACE over pages still mapped did not fail with EEXIST");
+	munmap(p, 8 * PG);
+
+	p = anon(4 * PG, PROT_READ | PROT_WRITE);
+	SOFT(mmap(p, 4 * PG, PROT_READ, A | MAP_FIXED, -1, 0) == p, "MAP_FIXED read-only over the caller's own mapping failed");
+	q = mremap(p, 4 * PG, 8 * PG, 0);
+	if (q == p) {
+		SOFT(faults(p + 6 * PG, 1), "a read-only mapping grown in place took writes in its new part");
+		munmap(p, 8 * PG);
+	} else {
+		SOFT(q == MAP_FAILED && errno == ENOMEM, "mremap in place gave %p", (void *)q);
+		munmap(p, 4 * PG);
+	}
+
+	p = mmap(NULL, 4 * PG, PROT_READ | 0x10, A, -1, 0);
+	if (p != MAP_FAILED) {
+		SOFT(faults(p, 1), "mmap(PROT_READ|0x10) gave writable memory");
+		munmap(p, 4 * PG);
+	}
+	p = anon(4 * PG, PROT_READ | PROT_WRITE);
+	errno = 0;
+	SOFT(munmap(p + 2 * PG, (size_t)-4096) == -1 && errno == EINVAL, "munmap with a wrapping length did not fail with EINVAL");
+	errno = 0;
+	SOFT(mprotect(p + 1, PG, PROT_READ) == -1 && errno == EINVAL, "mprotect of an unaligned address: errno %d, not EINVAL", errno);
+	munmap(p, 4 * PG);
+}
+
 static void semantics(void)
 {
+	range_edges();
+	kernel_answers();
 	/* in range, aligned, zero filled, writable */
 	size_t len = 100000;
 	char *p = anon(len, PROT_READ | PROT_WRITE);

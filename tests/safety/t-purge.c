@@ -8,15 +8,20 @@
  *                                           can explain the drop)
  *   shrink: one 512 MiB block cut to 1 MiB by realloc gives its tail back at once (run with
  *          CONTIG_PURGE_MS=0; the tail was put in the free runs without a purge)
+ *   locked: 4 blocks of 1 MiB filled and mlock'ed, freed without munlock, given back
+ *          (malloc_trim), then 4 callocs and 4 mmaps of 1 MiB must read as zero: MADV_DONTNEED
+ *          fails on locked pages, and their old bytes came back (exit 77 when mlock is refused)
  *   orphan: 512 MiB of 1000-byte blocks from a thread that then exits, freed by the main
  *          thread, back after 3 x CONTIG_PURGE_MS with no further call (the frees drain the
  *          exited thread's heap under its lock, where the purger could not be started) */
 #include <dlfcn.h>
+#include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 #include "testutil.h"
@@ -87,6 +92,44 @@ static int orphan(size_t start, long ms)
 	return 0;
 }
 
+static size_t nonzero(const unsigned char *p, size_t n)
+{
+	size_t c = 0;
+	for (size_t i = 0; i < n; i++) c += p[i] != 0;
+	return c;
+}
+
+static int locked(void)
+{
+	enum { K = 4 };
+	unsigned char *b[K];
+	for (int i = 0; i < K; i++) {
+		b[i] = malloc(MIB);
+		CHECK(b[i] != NULL, "malloc(1 MiB) failed");
+		memset(b[i], 0xaa, MIB);
+		if (mlock(b[i], MIB) != 0) {
+			printf("locked: mlock refused (%s): skipped\n", strerror(errno));
+			return 77;
+		}
+	}
+	for (int i = 0; i < K; i++) free(b[i]);
+	malloc_trim(0);
+	size_t bad = 0;
+	for (int i = 0; i < K; i++) {
+		unsigned char *q = calloc(1, MIB);
+		CHECK(q != NULL, "calloc(1 MiB) failed");
+		bad += nonzero(q, MIB) != 0;
+	}
+	for (int i = 0; i < K; i++) {
+		unsigned char *q = mmap(NULL, MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		CHECK(q != MAP_FAILED, "mmap(1 MiB) failed");
+		bad += nonzero(q, MIB) != 0;
+	}
+	printf("locked: %zu of %d callocs and mmaps after freed locked blocks hold old bytes\n", bad, 2 * K);
+	CHECK(bad == 0, "memory that must read as zero holds a freed locked block's bytes");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static void *blk[NBLK];
@@ -100,6 +143,7 @@ int main(int argc, char **argv)
 	start = rss();
 	if (strcmp(mode, "shrink") == 0) return shrink(start);
 	if (strcmp(mode, "orphan") == 0) return orphan(start, ms);
+	if (strcmp(mode, "locked") == 0) return locked();
 	for (size_t i = 0; i < NBLK; i++) {
 		blk[i] = malloc(BLK);
 		CHECK(blk[i] != NULL, "malloc(64 KiB) failed after %zu MiB", i * BLK >> 20);
