@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
 #include <sys/syscall.h>
 
 #ifndef MAP_FIXED_NOREPLACE
@@ -228,24 +229,35 @@ static bool served_mapped_any(size_t pa, size_t pb, uintptr_t lo, uintptr_t hi)
 	return false;
 }
 
-static void *fixed_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+/* What places a fixed mapping once the pages are cleared for it: the kernel's mmap or shmat. */
+typedef struct place {
+	void *(*fn)(const struct place *pl);
+	void *addr;
+	size_t len;
+	int prot, flags, fd, shmid;
+	off_t off;
+} place_t;
+
+/* A mapping the caller places at [a, a + len), which overlaps the range: refused over live
+ * heap blocks (errno busy for a no-replace request, else refused), and, when noreplace, over
+ * anything the caller or others have mapped there (busy); free pages become the caller's (and
+ * it is recorded); its own served mappings take it in. */
+static void *fixed_place(const char *call, const char *what, uintptr_t a, size_t len, bool noreplace, int busy,
+                         int refused, const place_t *pl)
 {
-	uintptr_t a = (uintptr_t)addr;
 	size_t pa, pb;
 	span_t s;
 	page_span(a, len, &pa, &pb);
 	survey(pa, pb, &s);
-	bool noreplace = (flags & MAP_FIXED_NOREPLACE) && !(flags & MAP_FIXED);
 	if (s.heap) {
-		refuse_line("mmap", a, len, "it would replace live heap blocks");
+		refuse_line(call, a, len, "it would replace live heap blocks");
 		range_count_collision(a, len, CONTIG_ROUTE_MMAP);
-		return fail(noreplace ? EEXIST : ENOMEM);
+		return fail(noreplace ? busy : refused);
 	}
 	if (noreplace && (s.fixed || s.foreign || (s.mine && served_mapped_any(pa, pb, a, a + len))))
-		return fail(EEXIST);
-	if (s.free && region_fixed_take(pa, pb) != 0) return fail(noreplace ? EEXIST : ENOMEM);
-	int kflags = (flags & ~MAP_FIXED_NOREPLACE) | MAP_FIXED;
-	void *p = kernel_mmap(addr, len, prot, kflags, fd, off);
+		return fail(busy);
+	if (s.free && region_fixed_take(pa, pb) != 0) return fail(noreplace ? busy : refused);
+	void *p = pl->fn(pl);
 	if (p == MAP_FAILED) {
 		int e = errno;
 		fixed_mask(a, a + len, false);
@@ -267,13 +279,82 @@ static void *fixed_mmap(void *addr, size_t len, int prot, int flags, int fd, off
 		char buf[160];
 		fmtbuf_t b;
 		fmt_init(&b, buf, sizeof buf);
-		fmt_str(&b, "mmap(MAP_FIXED) at ");
+		fmt_str(&b, what);
+		fmt_str(&b, " at ");
 		fmt_hex(&b, a);
 		fmt_str(&b, " over free range pages: honoured, the pages are the caller's until unmapped");
 		log_verbose(buf);
 		range_count_collision(a, len, CONTIG_ROUTE_MMAP);
 	}
 	return p;
+}
+
+static void *place_mmap(const place_t *pl)
+{
+	int kflags = (pl->flags & ~MAP_FIXED_NOREPLACE) | MAP_FIXED;
+	return kernel_mmap(pl->addr, pl->len, pl->prot, kflags, pl->fd, pl->off);
+}
+
+static void *fixed_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	bool noreplace = (flags & MAP_FIXED_NOREPLACE) && !(flags & MAP_FIXED);
+	place_t pl = { place_mmap, addr, len, prot, flags, fd, 0, off };
+	return fixed_place("mmap", "mmap(MAP_FIXED)", (uintptr_t)addr, len, noreplace, EEXIST, ENOMEM, &pl);
+}
+
+/* ---- SysV shared memory: shmat at an address in the range places a mapping like mmap with
+ * MAP_FIXED (SHM_REMAP) or MAP_FIXED_NOREPLACE (without it, the kernel refuses an address where
+ * anything is mapped; the library's free pages count as nothing); shmdt gives the pages back.
+ * Without an address, or outside the range, the kernel's. ---- */
+#ifndef SHM_REMAP
+#define SHM_REMAP 040000
+#endif
+static void *place_shm(const place_t *pl)
+{
+	long r = os_syscall6(SYS_shmat, pl->shmid, (long)pl->addr, pl->flags | SHM_REMAP, 0, 0, 0);
+	if (r < 0 && r > -4096) return fail((int)-r);
+	return (void *)r;
+}
+
+void *mm_shmat(int id, const void *addr, int flg)
+{
+	contig_ensure_init();
+	uintptr_t a = (uintptr_t)addr;
+	if (a && (flg & SHM_RND)) a = align_down(a, SHMLBA);
+	struct shmid_ds ds;
+	if (a && !(a & (OS_PAGE - 1)) && os_syscall6(SYS_shmctl, id, IPC_STAT, (long)&ds, 0, 0, 0) == 0 &&
+	    ds.shm_segsz && overlaps_range(a, align_up(ds.shm_segsz, OS_PAGE))) {
+		place_t pl = { place_shm, (void *)a, align_up(ds.shm_segsz, OS_PAGE), 0, flg & ~SHM_RND, -1, id, 0 };
+		void *p = fixed_place("shmat", "shmat", a, pl.len, !(flg & SHM_REMAP), EINVAL, EINVAL, &pl);
+		return p == MAP_FAILED ? (void *)-1 : p;
+	}
+	long r = os_syscall6(SYS_shmat, id, (long)addr, flg, 0, 0, 0);
+	if (r < 0 && r > -4096) { errno = (int)-r; return (void *)-1; }
+	return (void *)r;
+}
+
+typedef struct shm_find { uintptr_t lo, hi; } shm_find_t;
+
+static int shm_line_cb(const maps_entry_t *m, void *arg)
+{
+	shm_find_t *f = arg;
+	if (m->lo != f->lo) return 0;
+	f->hi = m->hi;
+	return 1;
+}
+
+int mm_shmdt(const void *addr)
+{
+	contig_ensure_init();
+	uintptr_t a = (uintptr_t)addr;
+	shm_find_t f = { a, 0 };
+	/* its extent, before it goes: the mapping that starts there */
+	bool ours = overlaps_range(a, 1) && region_classify(pidx(a), &(page_t *){ NULL }) == PC_FIXED &&
+	            maps_scan(a, a + 1, shm_line_cb, &f) == 1;
+	long r = os_syscall6(SYS_shmdt, (long)addr, 0, 0, 0, 0, 0);
+	if (r < 0) { errno = (int)-r; return -1; }
+	if (ours) fixed_mask(a, f.hi, false);
+	return 0;
 }
 
 void *mm_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
@@ -523,6 +604,18 @@ int mm_mprotect(void *addr, size_t len, int prot)
 		if (e) { errno = e; return -1; }
 	}
 	return kernel_ret(os_mprotect(addr, len, prot));
+}
+
+int mm_pkey_mprotect(void *addr, size_t len, int prot, int pkey)
+{
+	uintptr_t a = (uintptr_t)addr;
+	contig_ensure_init();
+	if (a & (OS_PAGE - 1)) { errno = EINVAL; return -1; }
+	if (overlaps_range(a, len) && len) {
+		int e = check_own("pkey_mprotect", a, len, true, true);
+		if (e) { errno = e; return -1; }
+	}
+	return kernel_ret((int)os_syscall6(SYS_pkey_mprotect, (long)addr, (long)len, prot, pkey, 0, 0));
 }
 
 int mm_madvise(void *addr, size_t len, int advice)

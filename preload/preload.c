@@ -85,6 +85,7 @@ PUBLIC int __posix_memalign(void **out, size_t a, size_t n) { return alloc_posix
 /* The mapping calls: private anonymous mmap is served from the range, the rest is checked. */
 #include <stdarg.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
 
 PUBLIC void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
@@ -98,6 +99,9 @@ PUBLIC void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t o
 PUBLIC int munmap(void *addr, size_t len) { return mm_munmap(addr, len); }
 PUBLIC int mprotect(void *addr, size_t len, int prot) { return mm_mprotect(addr, len, prot); }
 PUBLIC int madvise(void *addr, size_t len, int advice) { return mm_madvise(addr, len, advice); }
+PUBLIC int pkey_mprotect(void *addr, size_t len, int prot, int pkey) { return mm_pkey_mprotect(addr, len, prot, pkey); }
+PUBLIC void *shmat(int id, const void *addr, int flg) { return mm_shmat(id, addr, flg); }
+PUBLIC int shmdt(const void *addr) { return mm_shmdt(addr); }
 PUBLIC void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 {
 	void *newaddr = NULL;

@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
+#include <malloc.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -305,10 +307,54 @@ static void kernel_answers(void)
 	munmap(p, 4 * PG);
 }
 
+/* SysV shared memory placed in the range (shmat with an address): refused over a live block (it
+ * replaced the block's page: SHM_REMAP went through unseen); honoured over freed heap pages, which
+ * malloc then leaves alone until shmdt gives them back; an address beyond the heap's pages works
+ * as it does without the library (the reservation there made the kernel refuse it). */
+static void sysv_shm(void)
+{
+	int id = shmget(IPC_PRIVATE, 1 << 20, IPC_CREAT | 0600);
+	if (id < 0) { printf("t-mmap: no SysV shared memory here (%s): shm not checked\n", strerror(errno)); return; }
+	char *p = malloc(100);
+	CHECK(p != NULL, "malloc failed");
+	strcpy(p, "precious");
+	void *r = shmat(id, (void *)((uintptr_t)p & ~(uintptr_t)0xffff), SHM_REMAP);
+	SOFT(r == (void *)-1 && errno == EINVAL, "shmat(SHM_REMAP) over a live block's page: %p", r);
+	SOFT(strcmp(p, "precious") == 0, "shmat over a live block's page changed the block");
+	char *big = malloc(8 << 20);
+	CHECK(big != NULL, "malloc(8 MiB) failed");
+	memset(big, 1, 8 << 20);
+	char *want = (char *)((uintptr_t)big + (2 << 20));   /* (an address, kept before the free) */
+	free(big);
+	malloc_trim(0);
+	char *b = shmat(id, want, 0);
+	SOFT(b == want, "shmat at freed heap pages %p: %p (%s)", (void *)want, (void *)b, b == (void *)-1 ? strerror(errno) : "elsewhere");
+	if (b == want) {
+		memset(b, 0x5a, 1 << 20);
+		static char *m[64];
+		int hits = 0;
+		for (int i = 0; i < 64; i++) {
+			m[i] = malloc(1 << 20);
+			hits += m[i] && m[i] < b + (1 << 20) && m[i] + (1 << 20) > b;
+		}
+		SOFT(hits == 0, "%d blocks handed out over an attached shm segment", hits);
+		SOFT(b[0] == 0x5a && b[(1 << 20) - 1] == 0x5a, "the shm segment lost its bytes to the heap");
+		for (int i = 0; i < 64; i++) free(m[i]);
+		SOFT(shmdt(b) == 0, "shmdt failed: %s", strerror(errno));
+	}
+	char *far = (char *)(tu_base + tu_size / 2 + ((uintptr_t)1 << 30));
+	char *e = shmat(id, far, 0);
+	SOFT(e == far, "shmat at an address in the range beyond the heap: %p (%s)", (void *)e, e == (void *)-1 ? strerror(errno) : "elsewhere");
+	if (e == far) SOFT(shmdt(e) == 0, "shmdt failed");
+	shmctl(id, IPC_RMID, NULL);
+	free(p);
+}
+
 static void semantics(void)
 {
 	range_edges();
 	kernel_answers();
+	sysv_shm();
 	/* in range, aligned, zero filled, writable */
 	size_t len = 100000;
 	char *p = anon(len, PROT_READ | PROT_WRITE);
