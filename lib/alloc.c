@@ -27,6 +27,7 @@ static fb_slot_t *fb_tab;
 static size_t fb_cap;                   /* slots, a power of two */
 static size_t fb_used;                  /* live entries and tombstones */
 static _Atomic(size_t) fb_live;
+static _Atomic(uint64_t) fb_made, fb_freed;   /* fallback blocks handed out and freed (calls_*) */
 #define FB_TOMB ((uintptr_t)1)
 #define FB_FREED ((uintptr_t)2)         /* | a freed block's address (fallback blocks are page-aligned) */
 #define FB_FIRST 4096u
@@ -107,6 +108,7 @@ static void *fallback_alloc(size_t n, size_t align, int zero)
 			fb_put(fb_tab, fb_cap, (uintptr_t)p, len);
 			fb_used++;
 			atomic_fetch_add(&fb_live, 1);
+			atomic_fetch_add_explicit(&fb_made, 1, memory_order_relaxed);
 		}
 	}
 	pthread_mutex_unlock(&fb_lock);
@@ -136,6 +138,12 @@ static size_t fallback_find(const void *p, bool take)
 	}
 	pthread_mutex_unlock(&fb_lock);
 	return len;
+}
+
+void alloc_fallback_calls(uint64_t *made, uint64_t *freed)
+{
+	*made = atomic_load_explicit(&fb_made, memory_order_relaxed);
+	*freed = atomic_load_explicit(&fb_freed, memory_order_relaxed);
 }
 
 /* Whether p is a fallback block freed already (not handed out again since). */
@@ -198,7 +206,11 @@ static void free_outside(void *p, const char *func)
 {
 	if (!p) return;
 	size_t fl = fallback_find(p, true);
-	if (fl) { os_munmap(p, fl); return; }
+	if (fl) {
+		os_munmap(p, fl);
+		atomic_fetch_add_explicit(&fb_freed, 1, memory_order_relaxed);
+		return;
+	}
 	if (fallback_freed(p)) fatal_pointer(func, p);
 	if (G.cfg.verbose) {
 		char buf[160];

@@ -21,6 +21,7 @@ HIDDEN void *alloc_valloc(size_t n);
 HIDDEN void *alloc_pvalloc(size_t n);
 HIDDEN size_t alloc_usable_size(const void *p);
 HIDDEN int alloc_trim(size_t pad);
+HIDDEN void alloc_fallback_calls(uint64_t *made, uint64_t *freed);  /* CONTIG_FALLBACK=system blocks */
 HIDDEN void alloc_fork_prepare(void);   /* pthread_atfork's three: every lock of the library */
 HIDDEN void alloc_fork_parent(void);
 HIDDEN void alloc_fork_child(void);

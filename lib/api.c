@@ -33,6 +33,7 @@ EXPORT int contig_get_stats(contig_stats_t *st)
 	full.size = sizeof full;
 	stats_collect(&full);
 	size_t n = st->size < sizeof full ? st->size : sizeof full;
+	n &= ~(sizeof(uint64_t) - 1);          /* whole fields only (every field ends on 8 bytes) */
 	memcpy(st, &full, n);
 	st->size = n;
 	return 0;

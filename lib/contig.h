@@ -36,7 +36,8 @@ typedef enum contig_mode {
 #define CONTIG_STATS_COLLISIONS 16   /* collisions whose addresses are kept */
 
 /* Statistics. Set .size = sizeof(contig_stats_t) before calling contig_get_stats(),
- * so that a program built against an older, smaller struct keeps working. */
+ * so that a program built against an older, smaller struct keeps working (at least up to
+ * limit_hits: offsetof(contig_stats_t, calls_malloc); only whole fields are filled). */
 typedef struct contig_stats {
 	size_t size;                  /* in: sizeof(contig_stats_t) of the caller */
 	uintptr_t base;               /* first address of the range */

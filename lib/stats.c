@@ -5,6 +5,7 @@
 #include "heap.h"
 #include "region.h"
 #include "mmap.h"
+#include "alloc.h"
 #include "fmt.h"
 #include "os.h"
 #include "maps.h"
@@ -72,12 +73,14 @@ void stats_collect(contig_stats_t *st)
 	 * While other threads run, a free or a collection between the two reads above makes the
 	 * sum fall short by a few: it never goes back below a figure already reported. */
 	static _Atomic(uint64_t) mallocs_seen;
-	uint64_t m = small_frees + pending + small_live + rs.large_allocs;
+	uint64_t fb_made, fb_freed;
+	alloc_fallback_calls(&fb_made, &fb_freed);
+	uint64_t m = small_frees + pending + small_live + rs.large_allocs + fb_made;
 	m = m > rmade ? m - rmade : 0;                  /* blocks realloc made are not malloc calls */
 	uint64_t seen = atomic_load_explicit(&mallocs_seen, memory_order_relaxed);
 	while (m > seen && !atomic_compare_exchange_weak(&mallocs_seen, &seen, m)) {}
 	st->calls_malloc = m > seen ? m : seen;
-	st->calls_free = small_frees + pending + (rs.large_allocs - rs.large_blocks);
+	st->calls_free = small_frees + pending + (rs.large_allocs - rs.large_blocks) + fb_freed;
 	st->calls_free = st->calls_free > rfreed ? st->calls_free - rfreed : 0;
 	st->calls_mmap = mm_calls();
 }

@@ -86,6 +86,10 @@ int main(int argc, char **argv)
 
 	tu_init();
 	CHECK(get != NULL, "contig_get_stats not found: is the library preloaded?");
+	contig_stats_t st0;
+	memset(&st0, 0, sizeof st0);
+	st0.size = sizeof st0;
+	CHECK(get(&st0) == 0, "contig_get_stats failed");
 	for (int i = 0; i < NBIG; i++) {
 		errno = 0;
 		big[i] = malloc((size_t)1 << 20);
@@ -129,6 +133,9 @@ int main(int argc, char **argv)
 		memset(m, 1, (size_t)16 << 20);
 		CHECK(st.fallback_bytes >= (size_t)out << 20, "fallback bytes %zu < %d MiB served outside",
 		      st.fallback_bytes, out);
+		/* every block counts as a malloc call, in the range or not (those outside did not) */
+		CHECK(st.calls_malloc - st0.calls_malloc >= (uint64_t)(NBIG + NSMALL),
+		      "%d mallocs counted as %llu calls", NBIG + NSMALL, (unsigned long long)(st.calls_malloc - st0.calls_malloc));
 	} else {
 		CHECK(out == 0 && sout == 0, "CONTIG_FALLBACK=none: %d blocks outside the range", out + sout);
 		CHECK(failed > 0, "CONTIG_FALLBACK=none: 64 MiB fit in an 8 MiB range?");

@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,15 @@ int main(void)
 	memset(&st, 0, sizeof st);
 	st.size = sizeof st;
 	CHECK(get(&st) == 0 && st.size == sizeof st, "contig_get_stats failed");
+	{
+		/* a size that ends inside a field: only whole fields are filled, and said so */
+		contig_stats_t part;
+		memset(&part, 0xee, sizeof part);
+		part.size = offsetof(contig_stats_t, resident) + 3;
+		CHECK(get(&part) == 0 && part.size == offsetof(contig_stats_t, resident),
+		      "contig_get_stats with a size inside a field gave size %zu", part.size);
+		CHECK(part.resident == (size_t)0xeeeeeeeeeeeeeeeeull, "contig_get_stats wrote part of a field past the size");
+	}
 	struct mallinfo2 mi = mallinfo2();
 	printf("t-stats: live %zu blocks %zu bytes; mallinfo2 uordblks %zu arena %zu hblkhd %zu\n",
 	       st.live_blocks, st.live_bytes, mi.uordblks, mi.arena, mi.hblkhd);
