@@ -1025,22 +1025,11 @@ int leak_check(int at_exit, size_t *bytes, size_t *blocks)
 	static _Atomic(int) forkable;
 	if (!atomic_exchange(&forkable, 1))
 		pthread_atfork(NULL, NULL, check_lock_renew);   /* a fork during a check: the child's lock */
-	/* A report into a pipe whose reader has gone must not kill the program with SIGPIPE (141
-	 * instead of its own status or 23): blocked while the check writes, and one it raised is
-	 * taken back. */
-	sigset_t pipe_set, old_mask, pending;
-	sigemptyset(&pipe_set);
-	sigaddset(&pipe_set, SIGPIPE);
-	pthread_sigmask(SIG_BLOCK, &pipe_set, &old_mask);
-	bool pipe_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+	/* (a report into a pipe whose reader has gone raises no SIGPIPE: os_write, through which
+	 * it goes, blocks it and takes back one it raised) */
 	pthread_mutex_lock(&check_lock);
 	int done = run_check((uintptr_t)regs, regs, &lb, &ln);
 	pthread_mutex_unlock(&check_lock);
-	if (!pipe_pending && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
-		const struct timespec now = { 0, 0 };
-		(void)sigtimedwait(&pipe_set, NULL, &now);
-	}
-	pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
 	if (bytes) *bytes = lb;
 	if (blocks) *blocks = ln;
 	if (at_exit && ln && G.cfg.leaks == LEAKS_ERROR) {
