@@ -64,6 +64,8 @@ enum page_kind {
                                one's head takes it: a small run made here never hands out its block
                                0, whose address is that large block's (a second free of it must
                                still be caught, not free someone else's block) */
+#define PF_HUGE     0x40    /* in a 2 MiB chunk advised MADV_HUGEPAGE for a heap's small runs, until
+                               part of it is purged or served to a mapping (huge.c) */
 
 typedef struct block {
 	struct block *next;

@@ -463,6 +463,17 @@ static void page_init(heap_t *h, page_t *pg, unsigned cls)
 	page_remote(pg)->page = pg;
 }
 
+/* A heap that owns HUGE_MIN_RUNS small runs (2 MiB of them) is big: its next one-page runs come
+ * from huge chunks, advised MADV_HUGEPAGE before anything touches them (region_alloc_run, huge.c):
+ * one page fault and one TLB entry for 32 runs. */
+#define HUGE_MIN_RUNS 32u
+static page_t *run_take(heap_t *h, int flags)
+{
+	page_t *pg = region_alloc_run(h->nruns >= HUGE_MIN_RUNS, flags);
+	if (pg) h->nruns++;
+	return pg;
+}
+
 /* A heap with a working set of its own takes its one-page runs a few at a time: runs taken one
  * by one while other threads take theirs lie interleaved with theirs, and so do their
  * descriptors and bitmaps, neighbouring cache lines that different cores write on every malloc
@@ -475,9 +486,8 @@ static void spares_fill(heap_t *h, unsigned cls)
 	if (h->nruns < SPARE_FILL_RUNS || class_pages[cls] != 1) return;
 	int e = errno;
 	while (h->nspare < HEAP_SPARES) {
-		page_t *pg = region_alloc(1, PK_SMALL, RUN_SPARE);
+		page_t *pg = run_take(h, RUN_SPARE);
 		if (!pg) break;
-		h->nruns++;
 		page_init(h, pg, cls);
 		h->spare[h->nspare++] = pg;
 	}
@@ -494,9 +504,9 @@ static page_t *new_page(heap_t *h, unsigned cls)
 		CONTIG_ASSERT(pg->used == 0 && page_heap(pg) == h && page_remote(pg)->page == pg);
 	} else {
 		if (!pg) {
-			pg = region_alloc(class_pages[cls], PK_SMALL, 0);
+			if (class_pages[cls] == 1) pg = run_take(h, 0);
+			else if ((pg = region_alloc(class_pages[cls], PK_SMALL, 0)) != NULL) h->nruns++;
 			if (!pg) return NULL;
-			h->nruns++;
 			spares_fill(h, cls);
 		}
 		page_init(h, pg, cls);

@@ -39,6 +39,8 @@ static size_t purge_run(size_t idx)
 		done += j - i;
 		i = j;
 	}
+	/* a chunk with purged pages must not be refilled by khugepaged (huge.c) */
+	huge_unadvise_locked(idx, idx + n);
 	/* unmapped served pages in it (PROT_NONE islands) become plain free pages again: their
 	 * kernel mappings merge back into the range's (SPEC, Scale) */
 	range_open(idx, idx + n);
@@ -81,6 +83,7 @@ void maybe_purge_locked(void)
 size_t region_purge(bool all)
 {
 	range_lock();
+	if (all) huge_stash_release_locked();
 	size_t n = purge_locked(all);
 	range_unlock();
 	return n << PAGE_SHIFT;
@@ -98,6 +101,7 @@ void purge_due_locked(void)
  * n pages fit then (every free page is clean now); false, counted and logged, when not. */
 bool limit_make_room_locked(size_t n)
 {
+	huge_stash_release_locked();
 	purge_locked(true);
 	if (R.committed + n <= R.limit) return true;
 	limit_refused = 1;

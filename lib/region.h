@@ -12,10 +12,14 @@ enum {
 	RUN_ZERO = 1,              /* caller needs the memory zeroed (PK_MMAP: decommitted instead) */
 	RUN_SPARE = 2,             /* wanted ahead of need: only pages the limit leaves room for
 	                              without purging, and a refusal is no limit hit */
+	RUN_CHUNK = 4,             /* PK_SMALL, HUGE_PAGES pages aligned to HUGE_SIZE, made into that
+	                              many one-page runs marked PF_HUGE (huge.c); like RUN_SPARE for
+	                              the limit, but the range may grow for it */
 };
 HIDDEN int region_init(void);      /* the range, then the limit */
 HIDDEN page_t *region_alloc(size_t npages, uint8_t kind, int flags);
 HIDDEN page_t *region_alloc_aligned(size_t npages, size_t align, uint8_t kind, int flags);
+HIDDEN page_t *region_alloc_run(bool big, int flags);   /* a one-page PK_SMALL run for a heap */
 HIDDEN void region_free(page_t *head);
 HIDDEN void region_purger_kick(void);      /* start the purger if a free under a lock wanted it */
 HIDDEN int region_resize(page_t *head, size_t newpages);
@@ -34,6 +38,12 @@ HIDDEN void region_get_stats(region_stats_t *rs);
 /* ---- purging and the limit (purge.c) ---- */
 HIDDEN size_t region_purge(bool all);              /* bytes returned to the OS */
 HIDDEN void region_set_limit_pages(size_t pages);  /* 0 = none */
+
+/* ---- huge pages (huge.c) ---- */
+#define HUGE_SIZE   ((size_t)2 << 20)                   /* a transparent huge page */
+#define HUGE_PAGES  (HUGE_SIZE >> PAGE_SHIFT)           /* 64 KiB pages in one: 32 */
+HIDDEN bool region_huge_ok(void);                  /* THP may be asked for (not [never], not refused) */
+HIDDEN void region_huge_advise(uintptr_t chunk);    /* MADV_HUGEPAGE on a chunk RUN_CHUNK made; no lock */
 
 /* ---- pages of served mappings (mmap_pages.c) ---- */
 enum { PC_FREE, PC_UNUSED, PC_HEAP, PC_MMAP, PC_FIXED, PC_FOREIGN };

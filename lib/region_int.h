@@ -29,6 +29,9 @@ typedef struct region_state {
 	uint64_t next_purge;        /* ms clock of the next due purge; UINT64_MAX none */
 	uint32_t dirty_runs;        /* recycled free runs that may hold dirty pages (stamp not CLEAN_STAMP) */
 	uint64_t *bitmaps;          /* unused metadata chunks, linked through remote_t.chunk_next */
+	page_t *huge[HUGE_PAGES];   /* one-page small runs of the open huge chunk no heap has taken yet,
+	                               lowest address last (region_alloc_run, huge.c) */
+	unsigned nhuge;
 } region_state_t;
 
 extern HIDDEN region_state_t R;     /* runs.c; under the range lock */
@@ -40,6 +43,11 @@ HIDDEN void run_insert_free(size_t idx, size_t n, uint32_t stamp, bool dirty);
 HIDDEN void bin_insert(size_t idx);
 HIDDEN void bin_remove(size_t idx);
 HIDDEN size_t free_run_holding(size_t i);
+HIDDEN bool huge_stash_release_locked(void);   /* the open huge chunk's untaken runs become free
+                                                  runs; true when the purger is wanted */
+
+/* huge.c */
+HIDDEN void huge_unadvise_locked(size_t a, size_t b);   /* pages [a, b) lose their chunks' advice */
 
 /* purge.c */
 HIDDEN void purge_init_limit(void);

@@ -170,6 +170,47 @@ static size_t run_len(const page_t *h)
 
 page_t *region_alloc(size_t n, uint8_t kind, int flags) { return region_alloc_aligned(n, 0, kind, flags); }
 
+static bool free_locked(page_t *h);
+
+bool huge_stash_release_locked(void)
+{
+	bool start = false;
+	while (R.nhuge > 0) start |= free_locked(R.huge[--R.nhuge]);
+	return start;
+}
+
+/* A one-page small run for a heap. A big heap (huge.c) takes one from the recycled set when it
+ * has one (its pages may be resident already), else the next run of the open huge chunk, cutting
+ * a new chunk when that is used up; a spare (RUN_SPARE) never cuts a chunk, and does not go
+ * outside one either: NULL instead. Any other heap: region_alloc. */
+page_t *region_alloc_run(bool big, int flags)
+{
+	if (!big || !region_huge_ok()) return region_alloc(1, PK_SMALL, flags);
+	range_lock();
+	if (find_fit_in(1, 1) != SIZE_MAX) {
+		range_unlock();
+		return region_alloc(1, PK_SMALL, flags);
+	}
+	if (R.nhuge == 0) {
+		range_unlock();
+		if (flags & RUN_SPARE) return NULL;
+		page_t *c = region_alloc_aligned(HUGE_PAGES, HUGE_SIZE, PK_SMALL, RUN_CHUNK);
+		if (!c) return region_alloc(1, PK_SMALL, flags);
+		region_huge_advise(page_addr(page_idx(c)));
+		range_lock();
+		/* the first run is the caller's, the rest wait, lowest address first; runs another
+		 * thread's chunk left over go back */
+		bool start = huge_stash_release_locked();
+		for (size_t i = HUGE_PAGES; i-- > 1;) R.huge[R.nhuge++] = &c[i];
+		range_unlock();
+		if (start) purger_start();
+		return c;
+	}
+	page_t *pg = R.huge[--R.nhuge];
+	range_unlock();
+	return pg;
+}
+
 /* n pages whose first is aligned to align bytes (a power of two; 0 or up to PAGE_SIZE: any). A
  * free run of n + align / PAGE_SIZE - 1 pages holds such a place; only the n pages are taken
  * (and counted against CONTIG_LIMIT), the pages before and after stay free as they were. */
@@ -200,7 +241,7 @@ refit:
 	if (extra) take = (align_up(page_addr(idx), align) - G.base) >> PAGE_SHIFT;   /* idx <= take <= idx + extra */
 	size_t clean = 0;
 	for (size_t i = take; i < take + n; i++) clean += !(P(i)->flags & PF_DIRTY);
-	if (R.limit && R.committed + clean > R.limit && (flags & RUN_SPARE)) goto fail;
+	if (R.limit && R.committed + clean > R.limit && (flags & (RUN_SPARE | RUN_CHUNK))) goto fail;
 	if (R.limit && R.committed + clean > R.limit && !purged) {
 		/* every free page is clean after this: fit again */
 		if (!limit_make_room_locked(n)) goto fail;
@@ -215,8 +256,9 @@ refit:
 	for (size_t i = idx; i < idx + n; i++) {
 		page_t *pg = P(i);
 		uint8_t f = pg->flags & (uint8_t)~(PF_RUNDIRTY | PF_NEEDZERO);
-		if (kind != PK_SMALL || i != idx) f &= (uint8_t)~PF_WASHEAD;
+		if (kind != PK_SMALL || (i != idx && !(flags & RUN_CHUNK))) f &= (uint8_t)~PF_WASHEAD;
 		if ((flags & RUN_ZERO) && (f & PF_DIRTY)) f |= PF_NEEDZERO;
+		if (flags & RUN_CHUNK) f |= PF_HUGE;
 		pg->flags = f | PF_DIRTY;
 		pg->kind = PK_CONT;             /* the head's kind is set last, once its fields are */
 		pg->head_off = (uint32_t)(i - idx);
@@ -233,7 +275,20 @@ refit:
 	R.committed += clean;
 	if (R.committed > R.committed_peak) R.committed_peak = R.committed;
 	range_open(idx, idx + n);
-	if (kind == PK_SMALL) {
+	if (flags & RUN_CHUNK) {
+		/* n one-page runs, each a head with its own bitmap (see the last store below) */
+		for (size_t i = 0; i < n; i++) {
+			uint64_t *bm = bitmap_get_locked();
+			if (!bm) {
+				while (i-- > 0) bitmap_put_locked(h[i].live);
+				goto undo;
+			}
+			memset(&h[i], 0, offsetof(page_t, kind));
+			h[i].live = bm;
+			h[i].cls = 1;           /* a one-page class until a heap makes it its own (run_len) */
+		}
+		for (size_t i = 1; i < n; i++) __atomic_store_n(&h[i].kind, kind, __ATOMIC_RELEASE);
+	} else if (kind == PK_SMALL) {
 		uint64_t *bm = bitmap_get_locked();
 		if (!bm) goto undo;
 		memset(h, 0, offsetof(page_t, kind));
@@ -250,6 +305,7 @@ refit:
 		}
 	}
 	if (kind == PK_MMAP) {
+		huge_unadvise_locked(idx, idx + n);     /* a mapping gets the kernel's default */
 		h->map_lo = 0;
 		h->map_hi = n << PAGE_SHIFT;
 		h->holes = NULL;
@@ -280,6 +336,8 @@ refit:
 	range_notify_collisions();
 	return h;
 undo:
+	if (flags & RUN_CHUNK)
+		for (size_t i = idx; i < idx + n; i++) P(i)->flags &= (uint8_t)~PF_HUGE;
 	h->kind = PK_FREE;
 	run_insert_free(idx, n, now_stamp(), true);
 fail:

@@ -8,7 +8,7 @@ safety_ldadd = -ldl -lpthread
 
 check_PROGRAMS += safety/t-range safety/t-nopie safety/t-collide safety/t-mmap safety/t-mix \
 	safety/t-fallback safety/t-limit safety/t-limit-cxx safety/t-purge safety/t-stats \
-	safety/t-leak safety/t-example safety/t-purger
+	safety/t-leak safety/t-example safety/t-purger safety/t-huge
 
 safety_t_range_SOURCES = safety/t-range.c preload/testutil.c preload/testutil.h
 safety_t_range_CPPFLAGS = $(safety_cppflags)
@@ -56,6 +56,11 @@ safety_t_purge_CFLAGS = $(safety_cflags)
 safety_t_purge_LDADD = $(safety_ldadd)
 
 # mallinfo() is deprecated in glibc; the test checks that the old entry point still agrees.
+safety_t_huge_SOURCES = safety/t-huge.c preload/testutil.c preload/testutil.h
+safety_t_huge_CPPFLAGS = $(safety_cppflags)
+safety_t_huge_CFLAGS = $(safety_cflags)
+safety_t_huge_LDADD = $(safety_ldadd)
+
 safety_t_purger_SOURCES = safety/t-purger.c preload/testutil.c preload/testutil.h
 safety_t_purger_CPPFLAGS = $(safety_cppflags)
 safety_t_purger_CFLAGS = $(safety_cflags)
@@ -80,9 +85,9 @@ EXTRA_safety_t_example_DEPENDENCIES = $(top_srcdir)/docs/example.c
 TESTS += safety/ulimit.sh safety/collide-start.sh safety/collide-grow.sh safety/collide-maps.sh \
 	safety/mmap-calls.sh safety/mmap-semantics.sh safety/mix-threads.sh safety/fallback.sh \
 	safety/limit.sh safety/cgroup.sh safety/cgroup-parse.sh safety/purge.sh safety/stats-json.sh safety/leaks.sh \
-	safety/purger.sh safety/t-example
+	safety/purger.sh safety/huge.sh safety/t-example
 
 EXTRA_DIST += safety/common.sh safety/ulimit.sh safety/collide-start.sh safety/collide-grow.sh \
 	safety/collide-maps.sh safety/mmap-calls.sh safety/mmap-semantics.sh safety/mix-threads.sh \
 	safety/fallback.sh safety/limit.sh safety/cgroup.sh safety/cgroup-parse.sh safety/purge.sh safety/stats-json.sh \
-	safety/leaks.sh safety/purger.sh $(top_srcdir)/docs/example.c
+	safety/leaks.sh safety/purger.sh safety/huge.sh $(top_srcdir)/docs/example.c
