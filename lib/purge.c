@@ -71,6 +71,7 @@ size_t purge_locked(bool all)
 		}
 	}
 	R.next_purge = next;
+	if (done) release_top_locked(true);
 	return done;
 }
 

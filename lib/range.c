@@ -24,6 +24,7 @@ static struct {
 	size_t none_islands;        /* runs of PF_NONE pages side by side: kernel mappings of their own */
 	int resv_nr;                /* our reservation shows VM_NORESERVE (not under overcommit mode 2):
 	                               1 or 0; -1 not looked at yet (resv_noreserve) */
+	uint64_t as_limit;          /* RLIMIT_AS at start, bytes; 0 none */
 } R;
 
 static contig_collision_fn coll_fn;
@@ -37,6 +38,8 @@ void range_fork_child(void) { rlock = (pthread_mutex_t)PTHREAD_ADAPTIVE_MUTEX_IN
 void range_wait(pthread_cond_t *c, const struct timespec *until) { pthread_cond_timedwait(c, &rlock, until); }
 
 size_t range_frontier(void) { return R.frontier; }
+uint64_t range_as_limit(void) { return R.as_limit; }
+size_t range_mapped_pages(void) { return R.frontier > R.reserved_end ? R.frontier : R.reserved_end; }
 size_t range_reserved_end(void) { return R.reserved_end; }
 const size_t *range_frontier_addr(void) { return &R.frontier; }
 
@@ -372,6 +375,27 @@ int range_grow(size_t n, range_usable_fn add)
 	}
 	return R.frontier > f ? 0 : -1;
 }
+size_t range_release_floor_locked(void)
+{
+	for (size_t k = R.frontier; k < R.reserved_end; k++)
+		if (P(k)->kind != PK_UNUSED) return R.reserved_end;   /* a foreign mapping in it: keep it whole */
+	return 0;
+}
+
+void range_release_top_locked(size_t idx)
+{
+	size_t f = R.frontier, end = range_mapped_pages();
+	if (idx >= f) return;
+	range_none_forget(idx, f);
+	memset(P(idx), 0, (f - idx) * sizeof(page_t));  /* PK_UNUSED: beyond the frontier */
+	os_munmap((void *)page_addr(idx), (end - idx) << PAGE_SHIFT);
+	R.frontier = idx;
+	if (R.reserved_end > idx) {
+		R.reserved_end = idx;
+		R.reserved_bytes = idx << PAGE_SHIFT;
+	}
+}
+
 /* RLIMIT_AS refused a mapping of len bytes the program asked the kernel for (a runtime
  * reserving its own heap, say), which it would have got without us. In auto mode, give back the
  * top of the reservation the heap has not reached (len and half as much again, at least 64 MiB),
@@ -454,6 +478,7 @@ int range_init(void)
 
 	uint64_t rl;
 	os_getrlimit_as(&rl);
+	R.as_limit = rl == UINT64_MAX ? 0 : rl;
 	G.npages = c->size >> PAGE_SHIFT;
 	size_t cut = G.npages;
 	if (rl != UINT64_MAX) {

@@ -37,6 +37,17 @@ HIDDEN const size_t *range_frontier_addr(void);   /* for the page map beacon (pa
  * is handed to add, in address order. 0 when something was added, -1 when nothing can be. */
 typedef void (*range_usable_fn)(size_t idx, size_t n);
 HIDDEN int range_grow(size_t n, range_usable_fn add);
+/* Under RLIMIT_AS (range_as_limit: the limit in bytes, 0 none): with the lock held, pages
+ * [idx, frontier), free pages out of the bins, stop being ours and are unmapped with the
+ * reservation above them, so that the program's own mappings (a thread's stack, a file: glibc
+ * maps those itself, where no interposer sees) have the address space again; the frontier moves
+ * down to idx and growth maps them again, checked. */
+HIDDEN uint64_t range_as_limit(void);
+HIDDEN size_t range_mapped_pages(void);            /* pages of the range we map now, reserved or usable */
+HIDDEN void range_release_top_locked(size_t idx);
+/* The lowest page that may be released: 0, or the end of our reservation when a foreign mapping
+ * lies in the part of it above the frontier (our reservation stays whole below one). */
+HIDDEN size_t range_release_floor_locked(void);
 
 /* With the lock held: our own mapping back over pages [a, b) (the caller unmapped them; below the
  * frontier they come back PROT_NONE, flagged PF_NONE), and PF_NONE pages made usable again. */

@@ -43,6 +43,7 @@ HIDDEN void run_insert_free(size_t idx, size_t n, uint32_t stamp, bool dirty);
 HIDDEN void bin_insert(size_t idx);
 HIDDEN void bin_remove(size_t idx);
 HIDDEN size_t free_run_holding(size_t i);
+HIDDEN void release_top_locked(bool always);     /* under RLIMIT_AS: free runs at the top unmapped */
 HIDDEN bool huge_stash_release_locked(void);   /* the open huge chunk's untaken runs become free
                                                   runs; true when the purger is wanted */
 

@@ -162,10 +162,82 @@ static size_t find_fit(size_t n, uint8_t kind)
 /* Growth hands new usable pages to the bins as clean free runs. */
 static void add_usable(size_t idx, size_t n) { run_insert_free(idx, n, CLEAN_STAMP, false); }
 
+/* Under RLIMIT_AS: give the free runs at the top of the heap back to the address space
+ * (range_release_top_locked) once they come to RELEASE_MIN. always: whenever they do (after a
+ * purge: those pages were idle purge_ms); else only while the range maps more than half the
+ * limit, when the next thread or file mapping of the program may not fit (a program that fills
+ * the limit with blocks, frees them and starts a thread; glibc unmaps its large chunks). */
+#define RELEASE_MIN (((size_t)4 << 20) >> PAGE_SHIFT)
+void release_top_locked(bool always)
+{
+	uint64_t lim = range_as_limit();
+	if (!lim || (!always && ((uint64_t)range_mapped_pages() << PAGE_SHIFT) <= lim / 2)) return;
+	size_t f = range_frontier(), lo = f;
+	while (lo > 0 && P(lo - 1)->kind == PK_FREE) {
+		size_t h = lo - 1 - P(lo - 1)->head_off;         /* a free run's tail is exact */
+		if (P(h)->kind != PK_FREE || h + P(h)->npages != lo) break;
+		lo = h;
+	}
+	size_t floor = lo < range_reserved_end() ? range_release_floor_locked() : 0;
+	while (lo < floor && lo < f) lo += P(lo)->npages;    /* whole runs only */
+	if (lo >= f || f - lo < RELEASE_MIN) return;
+	size_t dirty = 0;
+	for (size_t i = lo; i < f; i += P(i)->npages) bin_remove(i);
+	for (size_t i = lo; i < f; i++) dirty += (P(i)->flags & PF_DIRTY) != 0;
+	R.committed -= dirty;
+	R.purged += dirty;
+	range_release_top_locked(lo);
+}
+
 /* ---- runs ---- */
 static size_t run_len(const page_t *h)
 {
 	return h->kind == PK_SMALL ? class_pages[h->cls] : h->npages;
+}
+
+static unsigned in_dirty_count(const page_t *h)
+{
+	return (h->flags & PF_RUNDIRTY) && h->stamp != CLEAN_STAMP;
+}
+
+/* A recycled run and a fresh one never merge when they are freed (blocks are fitted in the
+ * recycled set first, so that resident pages are used again before new ones are touched). When
+ * nothing fits and the range cannot grow, that split must not refuse a request the free pages
+ * hold: merge every pair of free runs that lie side by side into one recycled run (its oldest
+ * dirty stamp kept). Whether any merged. */
+static bool merge_sets_locked(void)
+{
+	bool any = false;
+	size_t f = range_frontier();
+	for (size_t i = 0; i < f;) {
+		page_t *a = P(i);
+		if (a->kind != PK_FREE) {
+			size_t len = a->kind == PK_SMALL || a->kind == PK_LARGE || a->kind == PK_MMAP ? run_len(a) : 1;
+			i += len ? len : 1;
+			continue;
+		}
+		size_t j = i + a->npages;
+		if (j >= f || P(j)->kind != PK_FREE) { i = j; continue; }
+		page_t *b = P(j);
+		size_t n = a->npages + b->npages;
+		uint32_t st = CLEAN_STAMP;
+		if (in_dirty_count(a)) st = a->stamp;
+		if (in_dirty_count(b) && (st == CLEAN_STAMP || b->stamp < st)) st = b->stamp;
+		bin_remove(i);                  /* (each takes its run out of dirty_runs) */
+		bin_remove(j);
+		a->npages = (uint32_t)n;
+		a->head_off = 0;
+		a->stamp = st;
+		a->flags |= PF_RUNDIRTY;
+		page_t *t = P(i + n - 1);
+		t->kind = PK_FREE;
+		t->npages = (uint32_t)n;
+		t->head_off = (uint32_t)(n - 1);
+		R.dirty_runs += in_dirty_count(a);
+		bin_insert(i);
+		any = true;                     /* and look at what follows the merged run */
+	}
+	return any;
 }
 
 page_t *region_alloc(size_t n, uint8_t kind, int flags) { return region_alloc_aligned(n, 0, kind, flags); }
@@ -223,12 +295,17 @@ page_t *region_alloc_aligned(size_t n, size_t align, uint8_t kind, int flags)
 	if (n == 0 || n > G.npages || extra >= G.npages - n) { errno = ENOMEM; return NULL; }
 	range_lock();
 	maybe_purge_locked();
-	bool purged = false;
+	bool purged = false, merged = false;
 refit:
 	for (;;) {
 		idx = find_fit(n + extra, kind);
 		if (idx != SIZE_MAX) break;
-		if ((flags & RUN_SPARE) || range_grow(n + extra, add_usable) != 0) goto fail;
+		if (flags & RUN_SPARE) goto fail;
+		if (range_grow(n + extra, add_usable) == 0) continue;
+		/* the range is as large as it gets: a freed run and never-used pages side by side
+		 * may hold the request together */
+		if ((flags & RUN_CHUNK) || merged || !merge_sets_locked()) goto fail;
+		merged = true;
 	}
 	h = P(idx);
 	size_t len = h->npages;
@@ -383,6 +460,7 @@ static bool free_locked(page_t *h)
 	}
 	h->flags |= PF_DIRTY;
 	run_insert_free(idx, n, now_stamp(), true);
+	release_top_locked(false);
 	return dirtied_locked();
 }
 void region_free(page_t *h)

@@ -3,13 +3,18 @@
  * keep its contents. Run under `ulimit -v` and in each CONTIG_MODE by ulimit.sh. With
  * "reserve MiB", a large PROT_NONE reservation of the program's own comes first. "threads N":
  * N threads that each malloc and wait for the others instead (their stacks come from libc's
- * own mmap). "heap MiB": MiB 1 MiB blocks, every one written and kept. */
+ * own mmap). "heap MiB": MiB 1 MiB blocks, every one written and kept. "refill": 1 MiB blocks
+ * until malloc fails (the limit), all freed, then 8 threads and a 64 MiB file mapping, which glibc
+ * maps itself: the freed heap must have given the address space back. "merge MiB": a block of
+ * MiB, freed, then one of nearly the whole range (CONTIG_SIZE=512M): the freed pages and the
+ * never-used ones beside them hold it together. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #include "testutil.h"
 
 #define KEEP 512
@@ -72,6 +77,56 @@ static int big_heap(int mib)
 	return 0;
 }
 
+static void *idle(void *arg) { return arg; }
+
+static int refill(void)
+{
+	static void *b[8192];
+	int n = 0;
+	while (n < 8192 && (b[n] = malloc((size_t)1 << 20)) != NULL) {
+		memset(b[n], 1, (size_t)1 << 20);
+		n++;
+	}
+	CHECK(n > 16 && n < 8192, "filled %d MiB: no limit reached", n);
+	for (int i = 0; i < n; i++) free(b[i]);
+	pthread_t th[8];
+	for (int i = 0; i < 8; i++) {
+		int e = pthread_create(&th[i], NULL, idle, NULL);
+		CHECK(e == 0, "after %d MiB freed, pthread_create %d: %s", n, i, strerror(e));
+	}
+	for (int i = 0; i < 8; i++) pthread_join(th[i], NULL);
+	FILE *f = tmpfile();
+	CHECK(f != NULL && ftruncate(fileno(f), (off_t)64 << 20) == 0, "tmpfile");
+	void *m = mmap(NULL, (size_t)64 << 20, PROT_READ, MAP_SHARED, fileno(f), 0);
+	CHECK(m != MAP_FAILED, "after %d MiB freed, a 64 MiB file mapping: %s", n, strerror(errno));
+	munmap(m, (size_t)64 << 20);
+	fclose(f);
+	void *p = malloc((size_t)n << 19);
+	CHECK(p != NULL, "after it all, %d MiB: %s", n / 2, strerror(errno));
+	CHECK_RANGE(p, (size_t)n << 19, "block");
+	memset(p, 2, (size_t)n << 19);
+	free(p);
+	printf("t-range refill: %d MiB filled and freed; 8 threads, a 64 MiB file mapping and %d MiB again\n", n, n / 2);
+	return 0;
+}
+
+static int merge(int mib)
+{
+	char *a = malloc((size_t)mib << 20);
+	CHECK(a != NULL, "malloc(%d MiB) failed", mib);
+	memset(a, 1, (size_t)mib << 20);
+	free(a);
+	size_t big = tu_size - ((size_t)16 << 20);
+	char *b = malloc(big);
+	CHECK(b != NULL, "after %d MiB freed, malloc(%zu MiB) in a range of %zu MiB: %s", mib, big >> 20,
+	      (size_t)(tu_size >> 20), strerror(errno));
+	CHECK_RANGE(b, big, "block");
+	b[0] = b[big - 1] = 1;
+	free(b);
+	printf("t-range merge: %d MiB freed, then %zu MiB of a %zu MiB range\n", mib, big >> 20, (size_t)(tu_size >> 20));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static void *keep[KEEP];
@@ -83,6 +138,8 @@ int main(int argc, char **argv)
 	if (argc > 2 && strcmp(argv[1], "reserve") == 0) reserve_first(argv[2]);
 	if (argc > 2 && strcmp(argv[1], "threads") == 0) return many_threads(atoi(argv[2]));
 	if (argc > 2 && strcmp(argv[1], "heap") == 0) return big_heap(atoi(argv[2]));
+	if (argc > 1 && strcmp(argv[1], "refill") == 0) return refill();
+	if (argc > 2 && strcmp(argv[1], "merge") == 0) return merge(atoi(argv[2]));
 	while (total < ((size_t)200 << 20)) {
 		uint64_t r = tu_rand(&rng);
 		size_t len;

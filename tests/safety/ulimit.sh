@@ -5,7 +5,9 @@
 # range to eight times the limit; 100 threads start (their stacks come from libc's own mmap,
 # which the library cannot see); a program that reserves most of a 4 GiB limit for itself
 # first gets it (auto gives unused reservation back); a 60 MiB heap fits under 100 MiB in every
-# mode (the descriptors of the cut range take 4 MiB, not 64). The same in CONTIG_MODE=lazy with
+# mode (the descriptors of the cut range take 4 MiB, not 64); a program that fills the limit with
+# blocks and frees them starts threads and maps a file afterwards; in a 512 MiB range a freed
+# 100 MiB block and the pages beside it hold 496 MiB. The same in CONTIG_MODE=lazy with
 # no limit (nothing reserved) and CONTIG_MODE=reserve (all reserved).
 . "${TESTS_SRCDIR:-$(dirname "$0")/..}/safety/common.sh"
 
@@ -52,6 +54,14 @@ grep '^libcontig: range' "$TMPD/err"
 under_ulimit 1048576 "$t" threads 100
 expect_rc "ulimit -v 1048576: 100 threads" 0 && cat "$TMPD/out"
 
+# A program that fills the limit with blocks and frees them starts threads and maps a file
+# afterwards, as under glibc (which unmaps its large chunks): the free runs at the top of the heap
+# go back to the address space (in lazy mode too, and in auto's reservation).
+for m in auto lazy; do
+	under_ulimit 400000 CONTIG_MODE=$m "$t" refill
+	expect_rc "ulimit -v 400000, CONTIG_MODE=$m: fill, free, threads and a file mapping" 0 && cat "$TMPD/out"
+done
+
 # The descriptors of a 64G range would take 64 MiB: under 100 MiB a 60 MiB heap must still fit.
 for m in auto lazy; do
 	under_ulimit 102400 CONTIG_MODE=$m "$t" heap 60
@@ -74,7 +84,14 @@ if [ $have_python = 1 ]; then
 	expect_rc "ulimit -v 1048576, CONTIG_MODE=lazy: python3" 0
 fi
 
-# 2. lazy mode, no limit: nothing reserved, the heap still in the range.
+# 2. a small range: a freed block and the never-used pages beside it hold a block of nearly the
+#    whole range (recycled and fresh free runs do not merge when freed). CONTIG_PURGE_MS=0: no
+#    purger thread, whose start (glibc callocs its thread's TLS table) would cut a small run
+#    from the end of the freed block in this program, which has none of its own yet.
+run CONTIG_PURGE_MS=0 CONTIG_SIZE=512M "$t" merge 100
+expect_rc "CONTIG_SIZE=512M: 100 MiB freed, then 496 MiB" 0 && cat "$TMPD/out"
+
+# 3. lazy mode, no limit: nothing reserved, the heap still in the range.
 run CONTIG_MODE=lazy CONTIG_VERBOSE=1 "$t"
 expect_rc "CONTIG_MODE=lazy: C workload" 0
 grep -q '^libcontig: range 0x[0-9a-f]*-0x[0-9a-f]*; CONTIG_MODE=lazy; reserved 0' "$TMPD/err" ||
@@ -85,7 +102,7 @@ if [ $have_python = 1 ]; then
 	expect_rc "CONTIG_MODE=lazy: python3" 0
 fi
 
-# 3. reserve and auto with no limit: the whole range reserved.
+# 4. reserve and auto with no limit: the whole range reserved.
 run CONTIG_MODE=reserve CONTIG_VERBOSE=1 "$t"
 expect_rc "CONTIG_MODE=reserve: C workload" 0
 grep -q '^libcontig: range 0x[0-9a-f]*-0x[0-9a-f]*; CONTIG_MODE=reserve; reserved 64' "$TMPD/err" ||
@@ -98,7 +115,7 @@ if [ "$(ulimit -v)" = unlimited ]; then
 		{ bad "auto without RLIMIT_AS: CONTIG_VERBOSE=1 does not say the whole range is reserved"; show; }
 fi
 
-# 4. a limit that cannot hold even the C workload's reservation of 200 MiB in lazy steps still
+# 5. a limit that cannot hold even the C workload's reservation of 200 MiB in lazy steps still
 #    starts the program and keeps the heap in the range: ulimit -v 512 MiB.
 under_ulimit 524288 CONTIG_VERBOSE=1 "$t"
 expect_rc "ulimit -v 524288: C workload" 0
