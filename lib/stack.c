@@ -125,12 +125,12 @@ static void fc_learn(uintptr_t pc, uintptr_t off, unsigned rule, bool terminal)
 	} while (want != e && !atomic_compare_exchange_weak(slot, &e, want));
 }
 
-/* The fast walk from our own CFA, with the rbp our caller had; false when any frame is not known
- * well enough. */
+/* The fast walk from our own CFA, with the rbp our caller had (0: not known); false when any
+ * frame is not known well enough. */
 static bool fast_walk(walk_t *w, uintptr_t sp, uintptr_t rbp)
 {
 	uintptr_t hi = stack_hi;
-	bool rbp_known = true;
+	bool rbp_known = rbp != 0;
 	if (!fcache || !hi || sp >= hi) return false;
 	uintptr_t pc = ((const uintptr_t *)sp)[-1];
 	for (unsigned steps = 0; pc && steps < STACK_DEPTH_MAX + 64; steps++) {
@@ -375,8 +375,16 @@ static void dwarf_walk(walk_t *w)
 void stack_finish(void) { atomic_store_explicit(&captures_over, 1, memory_order_release); }
 
 /* A frame pointer of its own, so that the rbp its caller had is at [rbp] (the fast walk starts
- * from there). */
-__attribute__((optimize("no-omit-frame-pointer"))) uint32_t stack_capture(void)
+ * from there). GCC only: elsewhere the walk starts with rbp unknown, and a frame-pointer frame
+ * takes the DWARF walk as before. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define CAPTURE_FP __attribute__((optimize("no-omit-frame-pointer")))
+#define CALLER_RBP() (*(const uintptr_t *)__builtin_frame_address(0))
+#else
+#define CAPTURE_FP
+#define CALLER_RBP() ((uintptr_t)0)
+#endif
+CAPTURE_FP uint32_t stack_capture(void)
 {
 	if (atomic_load_explicit(&captures_over, memory_order_relaxed)) return 0;
 	if (capturing || (!atomic_load_explicit(&unwind_ready, memory_order_acquire) && !early_ok())) return 0;
@@ -384,8 +392,7 @@ __attribute__((optimize("no-omit-frame-pointer"))) uint32_t stack_capture(void)
 	fcache = map_once(&fcache_map, FC_SLOTS * sizeof *fcache);    /* the same pointer for all */
 	uintptr_t pcs[STACK_DEPTH_MAX];
 	walk_t w = { .pcs = pcs, .max = depth, .skipping = 1 };
-	uintptr_t caller_rbp = *(const uintptr_t *)__builtin_frame_address(0);
-	if (!fast_walk(&w, (uintptr_t)__builtin_dwarf_cfa(), caller_rbp)) {
+	if (!fast_walk(&w, (uintptr_t)__builtin_dwarf_cfa(), CALLER_RBP())) {
 		memset(&w, 0, sizeof w);
 		w.pcs = pcs;
 		w.max = depth;
