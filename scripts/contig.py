@@ -706,7 +706,7 @@ def print_kernel_view(maps, base, end, segs, out):
 # ---------------------------------------------------------------- the library's view: its page map
 # Kinds of runs, in the order of the legend: name, meaning. The same words as lib/pagemap.c's dump.
 KINDS = [
-    ("small", "small blocks of one size class (shade: share of its blocks live)"),
+    ("small", "small blocks of one size class (shade: share of its blocks live; -: cut ahead for a heap)"),
     ("large", "one large block (> 128 KiB; neighbours alternate shades)"),
     ("mmap", "served to the program's own mmap() (neighbours alternate shades)"),
     ("free-dirty", "free, still resident until purged (CONTIG_PURGE_MS)"),
@@ -760,8 +760,8 @@ class PageMap(object):
         """block size -> dict(cls, runs, pages, live, blocks) over the small runs."""
         out = {}
         for _, n, kind, f in self.runs:
-            if kind != "small":
-                continue
+            if kind != "small" or not f.get("block"):
+                continue        # (a run cut ahead for a heap, no class yet: huge chunks)
             c = out.setdefault(f.get("block", 0), dict(cls=f.get("class", 0), runs=0, pages=0, live=0, blocks=0))
             c["runs"] += 1
             c["pages"] += n
@@ -1108,7 +1108,8 @@ def draw(path, title, pm, segs, base, end, samples, exit_at=None):
             if per == 1 and rows <= 48:
                 r, col = divmod(first, cols)
                 if kind == "small":
-                    ax.text(col + 0.5, r + 0.5, short_size(f.get("block", 0)), ha="center", va="center",
+                    ax.text(col + 0.5, r + 0.5, short_size(f["block"]) if f.get("block") else "-",
+                            ha="center", va="center",
                             fontsize=5.5 if cols >= 48 else 7,
                             color="white" if f.get("live", 0) / float(f.get("blocks") or 1) > 0.45 else "black")
                 elif kind in ("large", "mmap") and n >= 3:
