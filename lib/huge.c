@@ -2,17 +2,17 @@
  *
  * A working set of small blocks larger than the TLB's reach pays a page walk on almost every
  * access (under virtualisation a walk of two tables), and every 4 KiB page the heap grows into
- * costs a page fault (12-15 us each on the 2-core test machine: a 14 MiB working set spent a third
- * of its run faulting). One 2 MiB page is one fault and one TLB entry for what took 512.
+ * costs a page fault (12-15 us each on the 2-core test machine: a 14 MiB working set spent a
+ * quarter of its run faulting). One 2 MiB page is one fault and one TLB entry for what took 512.
  *
  * Asking for huge pages everywhere costs memory: the first touch of a 2 MiB chunk makes all of it
  * resident, so a program with a 100 KiB heap would weigh 2 MiB more, and a sparse calloc or a
  * sparse mapping the program asked for would be filled out. So only one thing gets them: once a
- * thread heap owns HUGE_MIN_RUNS small runs (2 MiB of them), it takes its next one-page runs a
- * whole aligned chunk at a time (runs.c, RUN_CHUNK), and the chunk is advised MADV_HUGEPAGE
- * before anything touches it. The heap carves runs from it as it needs them, so the chunk fills
- * with that thread's blocks; what a huge page can waste is the rest of one chunk per big heap.
- * Every page of an advised chunk carries PF_HUGE.
+ * thread heap owns HUGE_MIN_RUNS small runs (2 MiB of them), its next one-page runs come from
+ * the process's open chunk, 32 runs cut at once from an aligned place (runs.c, RUN_CHUNK,
+ * region_alloc_run) and advised MADV_HUGEPAGE before anything touches it; big heaps take its runs
+ * as they need them, so what a huge page can waste is the rest of one chunk per process. Every
+ * page of an advised chunk carries PF_HUGE.
  *
  * The advice goes again as soon as part of the chunk is purged or handed to a mapping
  * (huge_unadvise_locked): left on, khugepaged would refill a chunk whose free runs the purger

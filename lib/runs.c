@@ -218,23 +218,15 @@ static bool merge_sets_locked(void)
 		}
 		size_t j = i + a->npages;
 		if (j >= f || P(j)->kind != PK_FREE) { i = j; continue; }
-		page_t *b = P(j);
+		const page_t *b = P(j);
 		size_t n = a->npages + b->npages;
 		uint32_t st = CLEAN_STAMP;
 		if (in_dirty_count(a)) st = a->stamp;
 		if (in_dirty_count(b) && (st == CLEAN_STAMP || b->stamp < st)) st = b->stamp;
-		bin_remove(i);                  /* (each takes its run out of dirty_runs) */
+		bin_remove(i);
 		bin_remove(j);
-		a->npages = (uint32_t)n;
-		a->head_off = 0;
-		a->stamp = st;
-		a->flags |= PF_RUNDIRTY;
-		page_t *t = P(i + n - 1);
-		t->kind = PK_FREE;
-		t->npages = (uint32_t)n;
-		t->head_off = (uint32_t)(n - 1);
-		R.dirty_runs += in_dirty_count(a);
-		bin_insert(i);
+		/* one recycled run (the run before i is not free: it would have merged with i's) */
+		run_insert_free(i, n, st, true);
 		any = true;                     /* and look at what follows the merged run */
 	}
 	return any;
