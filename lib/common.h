@@ -69,8 +69,10 @@ enum page_kind {
 
 typedef struct block {
 	struct block *next;
-	uintptr_t tag;          /* remote_tag(block) while another thread's free of it waits for the
-	                           owner to collect it (heap_free_remote); 0 once collected */
+	uintptr_t tag;          /* free_tag(block) while it waits on its owner's free list (carved,
+	                           freed by the owner, or collected); remote_tag(block) while another
+	                           thread's free of it waits for the owner to collect it
+	                           (heap_free_remote); 0 when malloc hands it out */
 } block_t;
 
 /* What a freeing thread that does not own a block writes into its second word: the owner's free
@@ -80,6 +82,12 @@ typedef struct block {
  * number: a program's own data matches it only by a rare accident, which costs one look at the
  * bitmap, never a wrong answer. */
 #define remote_tag(b) ((uintptr_t)(b) ^ G.tag_key)
+/* What every block on an owner's free list carries in its second word: a hint for other threads'
+ * frees, which do not read the live bitmap (the owner writes its line on every malloc and free,
+ * and a read from another core takes the line away from it). A free of a block that carries it is
+ * checked against the live bit, so a program's data that matches it by accident costs one look,
+ * never a wrong answer; it need not be secret. The address plus one: no aligned pointer is. */
+#define free_tag(b) ((uintptr_t)(b) + 1)
 struct heap;
 
 typedef struct page {

@@ -141,7 +141,7 @@ static void collect_remote(page_t *pg)
 			 * and linking it cannot put a live block on the list */
 			if (unlikely(b->tag != remote_tag(b))) fatal_corrupt("malloc", b);
 			b->next = head;
-			b->tag = 0;
+			b->tag = free_tag(b);
 			head = b;
 			n++;
 		}
@@ -174,6 +174,7 @@ static void extend(page_t *pg)
 	for (uint32_t i = k; i-- > 0;) {
 		block_t *b = (block_t *)(start + (uintptr_t)i * pg->block_size);
 		b->next = head;
+		b->tag = free_tag(b);
 		head = b;
 	}
 	pg->free = head;
@@ -453,6 +454,9 @@ static void page_init(heap_t *h, page_t *pg, unsigned cls)
 	pg->block_size = bs;
 	pg->cls = (uint8_t)cls;
 	pg->capacity = pg->flags & PF_WASHEAD ? 1 : 0;   /* block 0 never carved (PF_WASHEAD) */
+	if (pg->flags & PF_WASHEAD)     /* tagged free: another thread's second free of the large
+	                                   block that was here is caught at the call */
+		((block_t *)page_addr(page_idx(pg)))->tag = free_tag(page_addr(page_idx(pg)));
 	pg->used = 0;
 	pg->free = NULL;
 	pg->start = page_addr(page_idx(pg));

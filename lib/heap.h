@@ -182,6 +182,7 @@ static inline void heap_free_owned(heap_t *h, page_t *pg, void *p, uint64_t bit,
 	__atomic_store_n(w, v, __ATOMIC_RELAXED);
 	block_t *b = p;
 	b->next = pg->free;
+	b->tag = free_tag(b);
 	pg->free = b;
 	h->n_free++;
 	/* now empty, or off the list (USED_UNLISTED); an empty page that malloc serves from
@@ -214,7 +215,13 @@ static inline void heap_free_checked(page_t *pg, void *p, uint64_t bit, const ch
 		heap_free_owned(h, pg, p, bit, func);
 		return;
 	}
-	if (unlikely(!live_test(pg, bit))) {
+	/* Another thread's block. Its live bit is not read unless the block's own second word,
+	 * in the line this free writes anyway, says it may be free already (free_tag): a block on
+	 * its owner's list always carries that tag, so a double free or a free of a block never
+	 * handed out is caught here, at the call. Only a free block whose tag a use-after-free write
+	 * wiped goes on: its freed bit then finds no live bit when the owner collects it, which
+	 * aborts there (collect_remote), and malloc never hands it out twice. */
+	if (unlikely(((block_t *)p)->tag == free_tag(p)) && !live_test(pg, bit)) {
 		heap_invalid(func, p);
 		return;
 	}

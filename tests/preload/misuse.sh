@@ -82,7 +82,7 @@ for c in realloc-freed realloc-freed-large realloc-remote-freed; do
 	expect_abort $c realloc
 done
 for c in double-free-mmap double-free-remote double-free-remote-then-owner double-free-remote-chained \
-         double-free-remote-cycle free-after-purge; do
+         double-free-remote-cycle carved-free-remote free-after-purge; do
 	expect_abort $c free
 done
 # free_sized with a size larger than the block: a libcontig message and SIGABRT
@@ -101,7 +101,10 @@ done
 # free or when it collects the remote free, but never two mallocs of one block
 # (restored: a second use-after-free write puts back the other thread's tag, computed as a program
 # that knew a fixed key would; the key is drawn at start)
-for c in double-free-remote-wiped-then-owner double-free-remote-wiped-restored; do
+# (tag-wiped: the owner's free, a use-after-free write over the block's second word, another
+# thread's free: caught when the owner collects that free)
+for c in double-free-remote-wiped-then-owner double-free-remote-wiped-restored \
+         double-free-remote-tag-wiped; do
 	run_preloaded "$p" $c >"$TMPD/out" 2>"$TMPD/err"
 	rc=$?
 	if [ $rc -eq 134 ] && ! grep -q 'handed out twice' "$TMPD/out" &&

@@ -275,6 +275,31 @@ int main(int argc, char **argv)
 		announce(q);
 		pthread_create(&t, NULL, free_in_thread, q);
 		pthread_join(t, NULL);
+	} else if (strcmp(c, "carved-free-remote") == 0) {
+		/* the block after a fresh run's first one: carved onto the free list, never handed
+		 * out, freed by another thread (which does not read the live bitmap unless the
+		 * block says it may be free: every block on a free list does) */
+		pthread_t t;
+		q = alloc(712);                 /* a class nothing else here uses */
+		q += 712 + 8;                   /* its class is 768 bytes */
+		announce(q);
+		pthread_create(&t, NULL, free_in_thread, q);
+		pthread_join(t, NULL);
+	} else if (strcmp(c, "double-free-remote-tag-wiped") == 0) {
+		/* the owner's free, a use-after-free write over the block's second word only (its
+		 * link intact), another thread's free: that one cannot tell the block from a live
+		 * one, but the owner's collect of it must abort, and no block reach two mallocs */
+		pthread_t t;
+		q = alloc(40);
+		free_p(q);
+		memset(q + 8, 0x5a, 8);
+		announce(q);
+		pthread_create(&t, NULL, free_in_thread, q);
+		pthread_join(t, NULL);
+		void *first = malloc(40);
+		for (int i = 0; i < 100000; i++)
+			if (malloc(40) == first) { printf("live block %p handed out twice\n", first); break; }
+		printf("survived double-free-remote-tag-wiped\n");
 	} else if (strcmp(c, "double-free-remote-then-owner") == 0) {
 		free_remote_then_owner(0);
 	} else if (strcmp(c, "double-free-remote-wiped-then-owner") == 0) {
