@@ -36,7 +36,8 @@ void beacon_publish(void)
 	b->off_cls = offsetof(page_t, cls);
 	b->off_flags = offsetof(page_t, flags);
 	b->off_capacity = offsetof(page_t, capacity);
-	b->off_used = offsetof(page_t, used);
+	b->off_hot = offsetof(page_t, hot);
+	b->hot_used = offsetof(page_hot_t, used);
 	b->off_block_size = offsetof(page_t, block_size);
 	b->off_npages = offsetof(page_t, npages);
 	b->off_head_off = offsetof(page_t, head_off);

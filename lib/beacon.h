@@ -13,7 +13,7 @@
 #include "common.h"
 
 #define PAGEMAP_MAGIC   "libcontig-pgmap"     /* 15 characters and a NUL: magic[16] */
-#define PAGEMAP_VERSION 1u
+#define PAGEMAP_VERSION 2u
 
 typedef struct pagemap_beacon {
 	char magic[16];                 /* PAGEMAP_MAGIC */
@@ -33,10 +33,13 @@ typedef struct pagemap_beacon {
 	/* byte offsets of the fields a reader decodes, inside one descriptor */
 	uint16_t off_kind, off_shift, off_cls, off_flags, off_capacity;   /* off_shift: a byte that is always 0
 	                                                                   (once the live bitmap's granule) */
-	uint16_t off_used, off_block_size;          /* PK_SMALL heads (uint32_t each) */
+	uint16_t off_hot, off_block_size;           /* PK_SMALL heads: address of the run's page_hot_t
+	                                               (uint64_t), bytes per block (uint32_t) */
 	uint16_t off_npages, off_head_off;          /* other kinds (uint32_t each) */
 	uint16_t off_asked, off_usable;             /* PK_LARGE (uint64_t); PK_MMAP: map_lo, map_hi */
-	uint16_t unused[5];
+	uint16_t hot_used;                          /* offset of the run's live count (uint32_t) in
+	                                               its page_hot_t, outside the descriptor */
+	uint16_t unused[4];
 } pagemap_beacon_t;
 
 HIDDEN void beacon_publish(void);             /* after region_init(): map and fill the beacon */

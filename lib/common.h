@@ -90,20 +90,34 @@ typedef struct block {
 #define free_tag(b) ((uintptr_t)(b) + 1)
 struct heap;
 
+/* What the owner writes in a small run on every malloc and free, besides the live bit: out of the
+ * descriptor, which other threads' frees read, and in the line of the live bitmap's first word
+ * (the whole bitmap, for classes of 256 bytes and more). */
+typedef struct page_hot {
+	block_t *free;                  /* blocks ready for malloc; the owner's frees go here too */
+	uint32_t used;                  /* live blocks, counting remote frees not yet collected;
+	                                   | USED_UNLISTED while the page is off its class list */
+	uint32_t pad;
+} page_hot_t;
+
 typedef struct page {
 	union {
-		struct {                        /* PK_SMALL heads: the fast paths touch only these */
-			block_t *free;          /* blocks ready for malloc; the owner's frees go here too */
+		struct {                        /* PK_SMALL heads: what the fast paths read. Nothing here
+			                           changes while the run serves malloc (but capacity, on a
+			                           carve): the line stays shared in every core that frees
+			                           into the run, and only the run's page_hot_t and live
+			                           bitmap, out of band, are written on malloc and free */
+			struct page_hot *hot;   /* the run's out-of-band metadata (META_*): its page_hot_t,
+			                           followed by its live bitmap (page_live), a cache line
+			                           after its remote_t */
 			uintptr_t start;        /* address of the run's first block */
-			uint64_t *live;         /* out-of-band bitmap, one bit per block (by block_index): set while the
-			                           block is live; the cache line before it is the run's remote_t */
 			uint64_t inv;           /* inverse of block_size's odd factor mod 2^64 (block_index) */
 			uintptr_t owner;        /* the owning struct heap * (page_heap), | PAGE_REMOTE once
 			                           another thread has freed a block here: from then on the
 			                           owner's free also looks at the block's tag */
-			uint32_t used;          /* live blocks, counting remote frees not yet collected;
-			                           | USED_UNLISTED while the page is off its class list */
 			uint32_t block_size;    /* bytes per block */
+			uint32_t spare2;        /* always 0 */
+			uint64_t spare3;        /* always 0 */
 		};
 		struct {                        /* every other kind */
 			uint32_t npages;        /* run length in pages: heads (not PK_SMALL) and tails of free runs */
@@ -133,6 +147,7 @@ typedef struct page {
 } page_t;
 
 _Static_assert(sizeof(page_t) == 64, "page descriptor is one cache line");
+
 
 /* What other threads write in a small run: a cache line of its own, just before the run's live
  * bitmap, so that their frees do not take the owner's descriptor line away from it. */
@@ -167,14 +182,19 @@ static inline void page_set_heap(struct page *pg, struct heap *h)
 	__atomic_store_n(&pg->owner, (uintptr_t)h, __ATOMIC_RELAXED);
 }
 
-static inline remote_t *page_remote(const struct page *pg) { return (remote_t *)(void *)pg->live - 1; }
+static inline page_hot_t *page_hot(const struct page *pg) { return pg->hot; }
+/* The live bitmap: one bit per block (by block_index), set while the block is live. */
+static inline uint64_t *page_live(const struct page *pg) { return (uint64_t *)(void *)(pg->hot + 1); }
+static inline remote_t *page_remote(const struct page *pg) { return (remote_t *)(void *)pg->hot - 1; }
 
 /* A small run's freed bitmap, after its live bitmap: the bits of blocks other threads freed that
  * the owner has not taken back yet (set with an atomic or, cleared by the owner). */
-#define META_CHUNK   (sizeof(remote_t) + 2 * (size_t)LIVE_BYTES)   /* remote_t, live bitmap, freed bitmap */
+/* remote_t, page_hot_t and live bitmap (to a cache line), freed bitmap */
+#define META_FREED   (sizeof(remote_t) + ((sizeof(page_hot_t) + (size_t)LIVE_BYTES + 63) & ~(size_t)63))
+#define META_CHUNK   (META_FREED + (size_t)LIVE_BYTES)
 static inline _Atomic(uint64_t) *page_freed(const struct page *pg)
 {
-	return (_Atomic(uint64_t) *)(void *)(pg->live + LIVE_BITS / 64);
+	return (_Atomic(uint64_t) *)(void *)((char *)pg->hot - sizeof(remote_t) + META_FREED);
 }
 
 /* ---- global state (common.c) ---- */

@@ -6,7 +6,10 @@
 #include "leak_records.h"
 #include <errno.h>
 
-page_t page_empty;     /* what an empty class list points to: its free list is always NULL */
+/* What an empty class list points to: its free list (in a page_hot_t of its own, before a live
+ * bitmap nobody reads) is always NULL. */
+static page_hot_t empty_hot;
+page_t page_empty = { .hot = &empty_hot };
 /* A thread's heap before it has one: every fast path through it fails, and the slow path makes
  * (or adopts) the real heap. It owns no page, so frees through it are remote frees. */
 heap_t heap_none = { .direct = { [0 ... DIRECT_MAX / 16] = &page_empty },
@@ -115,20 +118,20 @@ static void collect_remote(page_t *pg)
 	_Atomic(uint64_t) *freed = page_freed(pg);
 	uintptr_t start = pg->start;
 	size_t bs = pg->block_size;
-	block_t *head = pg->free;
+	block_t *head = page_hot(pg)->free;
 	uint32_t n = 0;
 	while (words) {
 		unsigned k = (unsigned)__builtin_ctzll(words);
 		words &= words - 1;
 		uint64_t m = atomic_load_explicit(&freed[k], memory_order_acquire);
 		if (!m) continue;
-		uint64_t v = pg->live[k];
+		uint64_t v = page_live(pg)[k];
 		if (unlikely(m & ~v))
 			/* freed by another thread and, before, by the owner: a double free */
 			fatal_pointer("free", (void *)(start + ((size_t)k * 64 + (size_t)__builtin_ctzll(m & ~v)) * bs));
 		/* live bit first, then the freed bit: a leak check stopping this thread in between
 		 * sees each block free, never live and unfreed */
-		__atomic_store_n(&pg->live[k], v & ~m, __ATOMIC_RELAXED);
+		__atomic_store_n(&page_live(pg)[k], v & ~m, __ATOMIC_RELAXED);
 		/* a free into this word since the load (it set pending again, or will: it found
 		 * the word's pending bit clear): take it in this round */
 		if (atomic_fetch_and_explicit(&freed[k], ~m, memory_order_acq_rel) & ~m) words |= 1ull << k;
@@ -146,8 +149,8 @@ static void collect_remote(page_t *pg)
 			n++;
 		}
 	}
-	pg->free = head;
-	pg->used -= n;
+	page_hot(pg)->free = head;
+	page_hot(pg)->used -= n;
 	page_heap(pg)->n_free += n;     /* counted by the owner (or whoever acts for it): the freeing
 	                                   thread may have no heap at all */
 }
@@ -170,14 +173,14 @@ static void extend(page_t *pg)
 	}
 	if (k > total - pg->capacity) k = total - pg->capacity;
 	uintptr_t start = page_start(pg) + (uintptr_t)pg->capacity * pg->block_size;
-	block_t *head = pg->free;
+	block_t *head = page_hot(pg)->free;
 	for (uint32_t i = k; i-- > 0;) {
 		block_t *b = (block_t *)(start + (uintptr_t)i * pg->block_size);
 		b->next = head;
 		b->tag = free_tag(b);
 		head = b;
 	}
-	pg->free = head;
+	page_hot(pg)->free = head;
 	pg->capacity = (uint16_t)(pg->capacity + k);
 }
 
@@ -185,7 +188,7 @@ static void extend(page_t *pg)
 static void refill(page_t *pg)
 {
 	collect_remote(pg);
-	if (!pg->free) extend(pg);
+	if (!page_hot(pg)->free) extend(pg);
 }
 
 /* An empty run leaves the heap: one-page runs are kept as spares (a page that empties and is
@@ -197,7 +200,7 @@ static void page_release(heap_t *h, page_t *pg)
 	if (q == Q_QUEUED) {
 		/* still on h->delayed: it stays off the list until the drain puts it back (relisting
 		 * it here made tidy_heap's walk meet it again and again, a livelock at thread exit) */
-		pg->used |= USED_UNLISTED;
+		page_hot(pg)->used |= USED_UNLISTED;
 		return;
 	}
 	if (class_pages[pg->cls] == 1 && h->nspare < HEAP_SPARES && !atomic_load(&h->abandoned)) {
@@ -227,7 +230,7 @@ static void page_to_full(heap_t *h, page_t *pg)
 {
 	remote_t *r = page_remote(pg);
 	list_remove(h, pg);
-	pg->used |= USED_UNLISTED;
+	page_hot(pg)->used |= USED_UNLISTED;
 	/* Q_WATCH (it went full before and no remote free came since): the next remote free
 	 * queues it, no barrier needed; Q_QUEUED: the drain puts it back. */
 	if (atomic_load_explicit(&r->qstate, memory_order_relaxed) != Q_QUIET) return;
@@ -235,7 +238,7 @@ static void page_to_full(heap_t *h, page_t *pg)
 	if (!atomic_compare_exchange_strong(&r->qstate, &quiet, Q_WATCH)) return;
 	if (atomic_load(&r->pending) != 0) {
 		/* a remote free raced in: keep the page listed; if it was queued, the drain skips it */
-		pg->used &= ~USED_UNLISTED;
+		page_hot(pg)->used &= ~USED_UNLISTED;
 		list_push_back(h, pg);
 	}
 }
@@ -248,8 +251,8 @@ static void drain_delayed(heap_t *h)
 		remote_t *r = page_remote(pg);
 		page_t *next = r->delayed_next;
 		atomic_store_explicit(&r->qstate, Q_QUIET, memory_order_relaxed);
-		if (pg->used & USED_UNLISTED) {
-			pg->used &= ~USED_UNLISTED;
+		if (page_hot(pg)->used & USED_UNLISTED) {
+			page_hot(pg)->used &= ~USED_UNLISTED;
 			list_push_back(h, pg);
 		}
 		pg = next;
@@ -357,7 +360,7 @@ void heap_init_key(void)
 static void tidy_page(heap_t *h, page_t *pg, bool keep_first)
 {
 	collect_remote(pg);     /* not refill: carving fresh blocks would touch memory nobody asked for */
-	if (pg->used == 0 && !(keep_first && h->pages[pg->cls] == pg)) {
+	if (page_hot(pg)->used == 0 && !(keep_first && h->pages[pg->cls] == pg)) {
 		list_remove(h, pg);
 		page_release(h, pg);
 	}
@@ -457,8 +460,8 @@ static void page_init(heap_t *h, page_t *pg, unsigned cls)
 	if (pg->flags & PF_WASHEAD)     /* tagged free: another thread's second free of the large
 	                                   block that was here is caught at the call */
 		((block_t *)page_addr(page_idx(pg)))->tag = free_tag(page_addr(page_idx(pg)));
-	pg->used = 0;
-	pg->free = NULL;
+	page_hot(pg)->used = 0;
+	page_hot(pg)->free = NULL;
 	pg->start = page_addr(page_idx(pg));
 	pg->rot = (uint8_t)__builtin_ctz(bs);
 	uint64_t odd = bs >> pg->rot, inv = odd;      /* Newton: each step doubles the correct bits */
@@ -505,7 +508,7 @@ static page_t *new_page(heap_t *h, unsigned cls)
 		/* it served this class and emptied: every block it carved is on its free list, its
 		 * bitmaps are clear, so it is ready as it is (a program that frees whole bursts and
 		 * allocates them again skips carving the run every time) */
-		CONTIG_ASSERT(pg->used == 0 && page_heap(pg) == h && page_remote(pg)->page == pg);
+		CONTIG_ASSERT(page_hot(pg)->used == 0 && page_heap(pg) == h && page_remote(pg)->page == pg);
 	} else {
 		if (!pg) {
 			if (class_pages[cls] == 1) pg = run_take(h, 0);
@@ -573,10 +576,10 @@ static void *alloc_class_in(heap_t *h, unsigned cls)
 	if (atomic_load_explicit(&h->delayed, memory_order_relaxed)) drain_delayed(h);
 	page_t *pg = h->pages[cls];
 	while (pg != &page_empty) {
-		if (pg->free) break;
+		if (page_hot(pg)->free) break;
 		refill(pg);
 		page_t *next = pg->next ? PG(pg->next) : &page_empty;
-		if (pg->free) {
+		if (page_hot(pg)->free) {
 			if (h->pages[cls] != pg) { list_remove(h, pg); list_push_front(h, pg); }
 			break;
 		}
@@ -586,9 +589,9 @@ static void *alloc_class_in(heap_t *h, unsigned cls)
 	if (pg == &page_empty) {
 		pg = new_page(h, cls);
 		if (!pg) return NULL;
-		if (!pg->free) extend(pg);
+		if (!page_hot(pg)->free) extend(pg);
 	}
-	return page_pop(pg, pg->free);
+	return page_pop(pg, page_hot(pg)->free);
 }
 
 void *heap_alloc_small(size_t n)
@@ -609,12 +612,12 @@ void heap_invalid(const char *func, const void *p) { fatal_pointer(func, p); }
 void heap_free_local_slow(page_t *pg)
 {
 	heap_t *h = page_heap(pg);
-	if (pg->used & USED_UNLISTED) {
+	if (page_hot(pg)->used & USED_UNLISTED) {
 		/* it was full: back on the list, behind the page malloc is serving from */
-		pg->used &= ~USED_UNLISTED;
+		page_hot(pg)->used &= ~USED_UNLISTED;
 		list_push_back(h, pg);
 	}
-	if (pg->used == 0 && h->pages[pg->cls] != pg) {
+	if (page_hot(pg)->used == 0 && h->pages[pg->cls] != pg) {
 		list_remove(h, pg);
 		page_release(h, pg);
 	}
@@ -682,7 +685,7 @@ static NOINLINE void drain_abandoned(heap_t *h, page_t *pg)
 			drain_delayed(h);
 			if (whole) tidy_heap(h, false);
 			/* (pg may have been given back since the bit went in: then it is not h's) */
-			else if (!(pg->used & USED_UNLISTED) && page_heap(pg) == h)
+			else if (!(page_hot(pg)->used & USED_UNLISTED) && page_heap(pg) == h)
 				tidy_page(h, pg, false);
 		}
 		locks_held--;

@@ -86,7 +86,7 @@ static inline bool bit_clear_old(uint64_t *v, uint64_t bit)
 /* Whether the block whose live bit is bit (its index, below capacity) is live. */
 static inline bool live_test(const page_t *pg, uint64_t bit)
 {
-	return (__atomic_load_n(&pg->live[bit >> 6], __ATOMIC_RELAXED) >> (bit & 63)) & 1;
+	return (__atomic_load_n(&page_live(pg)[bit >> 6], __ATOMIC_RELAXED) >> (bit & 63)) & 1;
 }
 
 /* Whether another thread freed the block and the owner has not taken it back yet (its live bit
@@ -119,14 +119,15 @@ static inline void *page_take(page_t *pg, block_t *b, uintptr_t off)
 	uint64_t bit = block_index(pg, off);
 	if (unlikely(bit >= pg->capacity))
 		return heap_corrupt(b);
-	uint64_t *w = &pg->live[bit >> 6];
+	page_hot_t *hot = pg->hot;
+	uint64_t *w = &((uint64_t *)(void *)(hot + 1))[bit >> 6];
 	uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
 	if (unlikely(bit_set_old(&v, bit)))
 		return heap_corrupt(b);
 	__atomic_store_n(w, v, __ATOMIC_RELAXED);
-	pg->free = b->next;
+	hot->free = b->next;
 	b->tag = 0;
-	pg->used++;
+	hot->used++;
 	return b;
 }
 
@@ -144,7 +145,7 @@ static inline void *heap_malloc_fast(size_t n)
 	if (likely(n <= DIRECT_MAX)) pg = h->direct[(n + 15) >> 4];
 	else if (n <= ONEPAGE_MAX) pg = h->fast[size_class(n)];
 	else return NULL;
-	block_t *b = pg->free;
+	block_t *b = page_hot(pg)->free;
 	if (likely(b != NULL))
 		return page_take(pg, b, (uintptr_t)b - pg->start);
 	return NULL;
@@ -157,15 +158,15 @@ HIDDEN void heap_free_local_slow(page_t *pg);
 HIDDEN void heap_invalid(const char *func, const void *p);   /* fatal_pointer, by a jump */
 HIDDEN void heap_free_remote(page_t *pg, void *b, uint64_t bit, const char *func);
 
-/* pg->used--, saying whether the page is now empty or off its list (USED_UNLISTED). */
-static inline bool used_drop(page_t *pg)
+/* hot->used--, saying whether the page is now empty or off its list (USED_UNLISTED). */
+static inline bool used_drop(page_hot_t *hot)
 {
 #if defined(__x86_64__)
 	bool le;
-	__asm__("subl $1, %0" : "+m"(pg->used), "=@ccle"(le));
+	__asm__("subl $1, %0" : "+m"(hot->used), "=@ccle"(le));
 	return le;
 #else
-	return (int32_t)--pg->used <= 0;
+	return (int32_t)--hot->used <= 0;
 #endif
 }
 
@@ -173,7 +174,8 @@ static inline bool used_drop(page_t *pg)
  * pops from, so the next malloc of the class reuses it, still in cache. */
 static inline void heap_free_owned(heap_t *h, page_t *pg, void *p, uint64_t bit, const char *func)
 {
-	uint64_t *w = &pg->live[bit >> 6];
+	page_hot_t *hot = pg->hot;
+	uint64_t *w = &((uint64_t *)(void *)(hot + 1))[bit >> 6];
 	uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
 	if (unlikely(!bit_clear_old(&v, bit))) {
 		heap_invalid(func, p);
@@ -181,13 +183,13 @@ static inline void heap_free_owned(heap_t *h, page_t *pg, void *p, uint64_t bit,
 	}
 	__atomic_store_n(w, v, __ATOMIC_RELAXED);
 	block_t *b = p;
-	b->next = pg->free;
+	b->next = hot->free;
 	b->tag = free_tag(b);
-	pg->free = b;
+	hot->free = b;
 	h->n_free++;
 	/* now empty, or off the list (USED_UNLISTED); an empty page that malloc serves from
 	 * stays as it is (a malloc/free loop empties it on every free) */
-	if (unlikely(used_drop(pg)) && (pg->used != 0 || h->pages[pg->cls] != pg))
+	if (unlikely(used_drop(hot)) && (hot->used != 0 || h->pages[pg->cls] != pg))
 		heap_free_local_slow(pg);
 }
 

@@ -384,7 +384,7 @@ static void for_each_block(blk_fn fn)
 		if (__atomic_load_n(&pg->kind, __ATOMIC_ACQUIRE) != PK_SMALL) continue;   /* given back since */
 		size_t bits = class_blocks[pg->cls];   /* not capacity: a thread still running may carve */
 		for (size_t w = 0; w < (bits + 63) / 64; w++) {
-			uint64_t v = __atomic_load_n(&pg->live[w], __ATOMIC_RELAXED);
+			uint64_t v = __atomic_load_n(&page_live(pg)[w], __ATOMIC_RELAXED);
 			while (v) {
 				size_t k = w * 64 + (size_t)__builtin_ctzll(v);   /* a live bit's number is its block's index */
 				v &= v - 1;

@@ -83,7 +83,7 @@ static size_t dump_run(dump_t *d, size_t i, size_t f)
 		if (i + n > f) n = f - i;
 		uint32_t bs = pg->block_size;
 		DLINE(d, run_head(b, i, n, "small"); field(b, "class", pg->cls); field(b, "block", bs);
-		      field(b, "live", pg->used & USED_MASK); field(b, "capacity", pg->capacity);
+		      field(b, "live", page_hot(pg)->used & USED_MASK); field(b, "capacity", pg->capacity);
 		      field(b, "blocks", bs ? (n << PAGE_SHIFT) / bs : 0));
 		return n;
 	}

@@ -26,9 +26,9 @@ void region_fork_child(void)
 	purge_fork_child();
 }
 
-/* A small run's out-of-band metadata: its remote_t line, its live bitmap (returned), its freed
- * bitmap. */
-static uint64_t *bitmap_get_locked(void)
+/* A small run's out-of-band metadata: its remote_t line, its page_hot_t, its live bitmap
+ * (returned), its freed bitmap. */
+static page_hot_t *bitmap_get_locked(void)
 {
 	uint64_t *chunk = R.bitmaps;
 	if (chunk) {
@@ -39,12 +39,12 @@ static uint64_t *bitmap_get_locked(void)
 		chunk = meta_alloc_locked(META_CHUNK);
 		if (!chunk) return NULL;
 	}
-	return chunk + sizeof(remote_t) / sizeof(uint64_t);
+	return (page_hot_t *)(void *)(chunk + sizeof(remote_t) / sizeof(uint64_t));
 }
 
-static void bitmap_put_locked(uint64_t *bm)
+static void bitmap_put_locked(page_hot_t *bm)
 {
-	uint64_t *chunk = bm - sizeof(remote_t) / sizeof(uint64_t);
+	uint64_t *chunk = (uint64_t *)(void *)bm - sizeof(remote_t) / sizeof(uint64_t);
 	((remote_t *)(void *)chunk)->chunk_next = R.bitmaps;
 	R.bitmaps = chunk;
 }
@@ -347,21 +347,21 @@ refit:
 	if (flags & RUN_CHUNK) {
 		/* n one-page runs, each a head with its own bitmap (see the last store below) */
 		for (size_t i = 0; i < n; i++) {
-			uint64_t *bm = bitmap_get_locked();
+			page_hot_t *bm = bitmap_get_locked();
 			if (!bm) {
-				while (i-- > 0) bitmap_put_locked(h[i].live);
+				while (i-- > 0) bitmap_put_locked(h[i].hot);
 				goto undo;
 			}
 			memset(&h[i], 0, offsetof(page_t, kind));
-			h[i].live = bm;
+			h[i].hot = bm;
 			h[i].cls = 1;           /* a one-page class until a heap makes it its own (run_len) */
 		}
 		for (size_t i = 1; i < n; i++) __atomic_store_n(&h[i].kind, kind, __ATOMIC_RELEASE);
 	} else if (kind == PK_SMALL) {
-		uint64_t *bm = bitmap_get_locked();
+		page_hot_t *bm = bitmap_get_locked();
 		if (!bm) goto undo;
 		memset(h, 0, offsetof(page_t, kind));
-		h->live = bm;
+		h->hot = bm;
 	} else {
 		h->npages = (uint32_t)n;
 		h->head_off = 0;
@@ -435,7 +435,7 @@ static bool free_locked(page_t *h)
 	if (was == PK_SMALL) {
 		h->capacity = 0;        /* only small heads have one (the free fast path's one test) */
 		h->flags &= (uint8_t)~PF_WASHEAD;
-		bitmap_put_locked(h->live);
+		bitmap_put_locked(h->hot);
 	}
 	else if (was == PK_LARGE) {
 		R.large_bytes -= n << PAGE_SHIFT; R.large_blocks--;

@@ -50,7 +50,7 @@ void stats_collect(contig_stats_t *st)
 	for (size_t i = 0; i < frontier; i++) {
 		const page_t *pg = &G.pages[i];
 		if (pg->kind != PK_SMALL) continue;
-		uint64_t used = pg->used & USED_MASK, pend = 0;
+		uint64_t used = page_hot(pg)->used & USED_MASK, pend = 0;
 		if (__atomic_load_n(&pg->owner, __ATOMIC_RELAXED) & PAGE_REMOTE) {
 			/* a run other threads free into: their frees count as frees at once, not when the
 			 * owner next looks at the run (an owner that never mallocs that size again, or

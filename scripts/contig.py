@@ -721,7 +721,7 @@ PF_DIRTY = 0x01
 DIRTY_BIT = bytes(b & PF_DIRTY for b in range(256))    # flags.translate(): 1 where dirty, else 0
 USED_MASK = 0x7fffffff
 BEACON_MAGIC = b"libcontig-pgmap\0"
-BEACON_VERSION = 1
+BEACON_VERSION = 2
 BEACON_FMT = "<16s4I7Q2I16H"        # lib/beacon.h, pagemap_beacon_t
 BEACON_SIZE = struct.calcsize(BEACON_FMT)
 HEADER_INTS = ("pid", "size", "page_size", "reserved", "committed", "committed_peak", "resident",
@@ -808,9 +808,11 @@ def parse_pagemap(text):
     return pm
 
 
-def decode_pages(raw, beacon, class_pages, frontier):
+def decode_pages(raw, beacon, class_pages, frontier, read):
     """Runs from raw descriptors, as lib/pagemap.c's dump walks them; also (dirty pages, live
-    bytes) as the library counts them (committed = dirty pages; live = small blocks + large runs)."""
+    bytes) as the library counts them (committed = dirty pages; live = small blocks + large runs).
+    read(addr, n) reads the process's memory: a small run's live count is in its page_hot_t,
+    outside the descriptor (the owner writes it on every malloc and free)."""
     ds = beacon["desc_size"]
     shift = beacon["page_shift"]
     base = beacon["base"]
@@ -831,7 +833,10 @@ def decode_pages(raw, beacon, class_pages, frontier):
             n = class_pages[cls] if 0 < cls < len(class_pages) and class_pages[cls] else 1
             n = min(n, frontier - i)
             bs = u32(raw, at + o["off_block_size"])[0]
-            used = u32(raw, at + o["off_used"])[0] & USED_MASK
+            try:
+                used = u32(read(u64(raw, at + o["off_hot"])[0] + o["hot_used"], 4))[0] & USED_MASK
+            except OSError:             # its metadata given back since the descriptors were read
+                used = 0
             live += used * bs
             runs.append((addr, n, "small", {"class": cls, "block": bs, "live": used,
                                             "capacity": u16(raw, at + o["off_capacity"])[0],
@@ -895,8 +900,8 @@ class Beacon(object):
     def decode(head):
         v = struct.unpack(BEACON_FMT, head[:BEACON_SIZE])
         names = ("magic version header_size desc_size page_shift base size pages npages frontier class_size "
-                 "class_pages nclass pid off_kind off_shift off_cls off_flags off_capacity off_used "
-                 "off_block_size off_npages off_head_off off_asked off_usable").split()
+                 "class_pages nclass pid off_kind off_shift off_cls off_flags off_capacity off_hot "
+                 "off_block_size off_npages off_head_off off_asked off_usable hot_used").split()
         b = dict(zip(names, v))
         if b["version"] != BEACON_VERSION:
             raise LookupError("page map beacon version %d, this contig reads %d" % (b["version"], BEACON_VERSION))
@@ -915,7 +920,7 @@ class Beacon(object):
         frontier = struct.unpack("<Q", self.read(b["frontier"], 8))[0]
         frontier = min(frontier, b["npages"])
         raw = self.read(b["pages"], frontier * b["desc_size"]) if frontier else b""
-        runs, dirty, live = decode_pages(raw, b, self.class_pages, frontier)
+        runs, dirty, live = decode_pages(raw, b, self.class_pages, frontier, self.read)
         pm = PageMap()
         pm.source = "the beacon in /proc/%d/mem" % self.pid
         pm.header = dict(pid=self.pid, base=b["base"], size=b["size"], page_size=1 << b["page_shift"],

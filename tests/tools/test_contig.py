@@ -25,7 +25,7 @@ spec.loader.exec_module(contig)
 LIB = os.environ.get("LIBCONTIG", "")
 HELPER = os.path.join(os.environ.get("TESTS_BUILDDIR", os.path.join(HERE, "..")), "tools", "t-pagemap")
 
-DUMP = """libcontig page map 1
+DUMP = """libcontig page map 2
 pid 42
 base 0xf800000000
 size 68719476736
@@ -132,14 +132,23 @@ class DumpParser(unittest.TestCase):
         with self.assertRaises(ValueError):
             contig.parse_pagemap("hello\n")
         with self.assertRaises(ValueError):
-            contig.parse_pagemap(DUMP.replace("page map 1", "page map 99"))
+            contig.parse_pagemap(DUMP.replace("page map 2", "page map 99"))
 
 
 class Decoder(unittest.TestCase):
     """decode_pages walks raw descriptors as lib/pagemap.c walks G.pages."""
     OFF = dict(desc_size=64, page_shift=16, base=0x100000000, off_kind=56, off_shift=57, off_cls=58,
-               off_flags=59, off_capacity=62, off_used=32, off_block_size=36, off_npages=0, off_head_off=4,
-               off_asked=8, off_usable=16)
+               off_flags=59, off_capacity=62, off_hot=0, off_block_size=32, off_npages=0, off_head_off=4,
+               off_asked=8, off_usable=16, hot_used=8)
+    HOT = 0x7000000000           # where the fake process keeps its small runs' page_hot_t
+
+    def setUp(self):
+        self.mem = {}            # address -> bytes: the fake process's memory outside the descriptors
+
+    def read(self, addr, n):
+        if addr not in self.mem:
+            raise OSError("nothing at %#x" % addr)
+        return self.mem[addr][:n]
 
     def desc(self, kind, flags=1, cls=0, used=0, bs=0, cap=0, npages=0, asked=0, usable=0):
         d = bytearray(64)
@@ -147,7 +156,10 @@ class Decoder(unittest.TestCase):
         d[o["off_kind"]], d[o["off_cls"]], d[o["off_flags"]] = kind, cls, flags
         struct.pack_into("<H", d, o["off_capacity"], cap)
         if kind == contig.PK_SMALL:
-            struct.pack_into("<II", d, o["off_used"], used, bs)
+            hot = self.HOT + 64 * len(self.mem)
+            self.mem[hot + o["hot_used"]] = struct.pack("<I", used)
+            struct.pack_into("<Q", d, o["off_hot"], hot)
+            struct.pack_into("<I", d, o["off_block_size"], bs)
         else:
             struct.pack_into("<IIQQ", d, 0, npages, 0, asked, usable)
         return bytes(d)
@@ -164,7 +176,7 @@ class Decoder(unittest.TestCase):
             self.desc(contig.PK_FREE, npages=3), self.desc(contig.PK_FREE, flags=0), self.desc(contig.PK_FREE, flags=0),
             self.desc(contig.PK_FOREIGN, flags=0), self.desc(contig.PK_FOREIGN, flags=0),
             self.desc(contig.PK_MMAP, npages=1, asked=0, usable=65536)])
-        runs, dirty, live = contig.decode_pages(raw, self.OFF, cp, 12)
+        runs, dirty, live = contig.decode_pages(raw, self.OFF, cp, 12, self.read)
         kinds = [(r[2], r[1]) for r in runs]
         self.assertEqual(kinds, [("small", 1), ("small", 2), ("large", 3), ("free-dirty", 1), ("free-clean", 2),
                                  ("foreign", 2), ("mmap", 1)])

@@ -536,9 +536,9 @@ START_TEST(live_bits_per_block)
 		if (pg->kind == PK_CONT) pg -= pg->head_off;
 		ck_assert_int_eq(pg->kind, PK_SMALL);
 		unsigned set = 0;
-		for (unsigned w = 0; w < (pg->capacity + 63u) / 64u; w++) set += (unsigned)__builtin_popcountll(pg->live[w]);
-		ck_assert_uint_eq(set, pg->used & USED_MASK);
-		for (unsigned w = (pg->capacity + 63u) / 64u; w < LIVE_BITS / 64u; w++) ck_assert_uint_eq(pg->live[w], 0);
+		for (unsigned w = 0; w < (pg->capacity + 63u) / 64u; w++) set += (unsigned)__builtin_popcountll(page_live(pg)[w]);
+		ck_assert_uint_eq(set, page_hot(pg)->used & USED_MASK);
+		for (unsigned w = (pg->capacity + 63u) / 64u; w < LIVE_BITS / 64u; w++) ck_assert_uint_eq(page_live(pg)[w], 0);
 		for (int i = 0; i < 40; i++) {
 			page_t *h = page_of(p[i]);
 			if (h->kind == PK_CONT) h -= h->head_off;

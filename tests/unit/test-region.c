@@ -191,7 +191,7 @@ START_TEST(late_remote_or_into_unused_chunk)
 	ck_assert_ptr_eq(page_remote(c), ra);            /* the chunks came back, in order */
 	ck_assert_ptr_eq(page_remote(d), rb);
 	for (unsigned w = 0; w < LIVE_BITS / 64; w++) {  /* and clean */
-		ck_assert_uint_eq(c->live[w], 0);
+		ck_assert_uint_eq(page_live(c)[w], 0);
 		ck_assert_uint_eq(atomic_load(&page_freed(d)[w]), 0);
 	}
 	region_free(c);
