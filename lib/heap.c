@@ -623,6 +623,31 @@ void heap_free_local_slow(page_t *pg)
 	}
 }
 
+/* A thread with no heap yet frees a block of an abandoned heap (a thread of a pool that starts
+ * by freeing what the thread before it left): it adopts that heap, as its first malloc would
+ * adopt one, and the free is its own. Freeing through the heap it does not have would mark the
+ * run PAGE_REMOTE for good, and every free of the run's blocks by the thread that adopts the
+ * heap next would look at their tags. True when the caller now owns h. */
+#define ADOPT_OWNER_LOOK 16     /* abandoned heaps looked at for h */
+static NOINLINE bool adopt_owner(heap_t *h)
+{
+	if (heap_dying || locks_held || !atomic_load_explicit(&h->abandoned, memory_order_relaxed))
+		return false;
+	bool got = false;
+	pthread_mutex_lock(&heaps_lock);
+	locks_held++;
+	heap_t **l = &heaps_abandoned;
+	for (int i = 0; *l && *l != h && i < ADOPT_OWNER_LOOK; i++) l = &(*l)->next_abandoned;
+	if (*l == h) {
+		adopt_locked(l);
+		got = true;
+	}
+	locks_held--;
+	pthread_mutex_unlock(&heaps_lock);
+	if (got) heap_set_tls(h);
+	return got;
+}
+
 /* A free from a thread that does not own pg: b's bit joins the run's freed bitmap. */
 static NOINLINE void drain_abandoned(heap_t *h, page_t *pg);
 
@@ -631,6 +656,10 @@ void heap_free_remote(page_t *pg, void *b, uint64_t bit, const char *func)
 	remote_t *r = page_remote(pg);
 	uintptr_t ow = __atomic_load_n(&pg->owner, __ATOMIC_RELAXED);
 	heap_t *h = (heap_t *)(ow & ~PAGE_REMOTE);
+	if (unlikely(heap_tls == &heap_none) && adopt_owner(h)) {
+		heap_free_checked(pg, b, bit, func);        /* the owner's free now */
+		return;
+	}
 	uint64_t m = 1ull << (bit & 63), wm = 1ull << (bit >> 6);
 	/* Mark the run PAGE_REMOTE for its owner's free (heap_free_checked), once: the mark stays
 	 * until the run is given back, so it is set before this free's bit goes in. */

@@ -275,6 +275,36 @@ START_TEST(freeing_thread_adopts_at_first_malloc)
 }
 END_TEST
 
+/* A thread whose first call frees a block of an abandoned heap adopts that heap then: the free is
+ * the owner's, and the run is not marked for remote frees (which would cost every later free of
+ * its blocks a look at their tags). */
+static heap_t *t3_after_free;
+static uintptr_t t3_owner;
+
+static void *free_abandoned_first(void *arg)
+{
+	(void)arg;
+	alloc_free(xblocks[0]);
+	t3_after_free = heap_tls;
+	t3_owner = __atomic_load_n(&page_of(xblocks[1])->owner, __ATOMIC_RELAXED);
+	for (int i = 1; i < 100; i++) alloc_free(xblocks[i]);
+	return NULL;
+}
+
+START_TEST(freeing_thread_adopts_the_owner_heap)
+{
+	pthread_t t;
+	pthread_create(&t, NULL, keep_and_exit, NULL);
+	pthread_join(t, NULL);
+	ck_assert(atomic_load(&t1_heap->abandoned));
+	pthread_create(&t, NULL, free_abandoned_first, NULL);
+	pthread_join(t, NULL);
+	ck_assert_ptr_eq(t3_after_free, t1_heap);                /* adopted at the first free */
+	ck_assert_uint_eq(t3_owner, (uintptr_t)t1_heap);          /* and no PAGE_REMOTE mark */
+	ck_assert(atomic_load(&t1_heap->abandoned));              /* abandoned again at its exit */
+}
+END_TEST
+
 START_TEST(thread_exit_then_free_elsewhere)
 {
 	contig_stats_t st;
@@ -576,6 +606,7 @@ Suite *heap_suite(void)
 	tcase_add_test(t, remote_frees_set_freed_bits);
 	tcase_add_test(t, remote_frees_race_with_collection);
 	tcase_add_test(t, freeing_thread_adopts_at_first_malloc);
+	tcase_add_test(t, freeing_thread_adopts_the_owner_heap);
 	tcase_add_test(t, thread_exit_then_free_elsewhere);
 	tcase_add_test(t, exit_while_freed_remotely);
 	tcase_add_test(t, usable_size_of_freed_blocks);
