@@ -638,7 +638,7 @@ static NOINLINE bool adopt_owner(heap_t *h)
 	locks_held++;
 	heap_t **l = &heaps_abandoned;
 	for (int i = 0; *l && *l != h && i < ADOPT_OWNER_LOOK; i++) l = &(*l)->next_abandoned;
-	if (*l == h) {
+	if (*l && *l == h) {
 		adopt_locked(l);
 		got = true;
 	}
