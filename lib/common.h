@@ -52,7 +52,11 @@ enum page_kind {
 };
 
 #define USED_UNLISTED 0x80000000u   /* in page.used: full and off the list (one test on free) */
-#define USED_MASK     0x7fffffffu
+#define USED_HEAD     0x40000000u   /* in page.used: first of its class list, the page malloc
+                                       serves from: its count never drops to 0 or below, so a
+                                       malloc/free loop that empties it on every free stays on
+                                       free's fast path (one test on free) */
+#define USED_MASK     0x3fffffffu
 
 #define PF_DIRTY    0x01    /* may hold non-zero data or resident pages: counted as committed */
 #define PF_NEEDZERO 0x02    /* handed out dirty to a caller that asked for zeroed memory */
@@ -96,7 +100,8 @@ struct heap;
 typedef struct page_hot {
 	block_t *free;                  /* blocks ready for malloc; the owner's frees go here too */
 	uint32_t used;                  /* live blocks, counting remote frees not yet collected;
-	                                   | USED_UNLISTED while the page is off its class list */
+	                                   | USED_UNLISTED while the page is off its class list,
+	                                   | USED_HEAD while it is first in it */
 	uint32_t pad;
 } page_hot_t;
 

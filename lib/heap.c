@@ -42,6 +42,9 @@ static const struct { uint8_t lo, n; } direct_span[DIRECT_CLASSES + 1] = {
 
 static inline void set_first(heap_t *h, unsigned cls, page_t *pg)
 {
+	page_t *old = h->pages[cls];
+	if (old != &page_empty) page_hot(old)->used &= ~USED_HEAD;
+	if (pg != &page_empty) page_hot(pg)->used |= USED_HEAD;
 	h->pages[cls] = pg;
 	page_t *f = G.slow_only ? &page_empty : pg;
 	h->fast[cls] = f;
@@ -360,7 +363,7 @@ void heap_init_key(void)
 static void tidy_page(heap_t *h, page_t *pg, bool keep_first)
 {
 	collect_remote(pg);     /* not refill: carving fresh blocks would touch memory nobody asked for */
-	if (page_hot(pg)->used == 0 && !(keep_first && h->pages[pg->cls] == pg)) {
+	if ((page_hot(pg)->used & USED_MASK) == 0 && !(keep_first && h->pages[pg->cls] == pg)) {
 		list_remove(h, pg);
 		page_release(h, pg);
 	}

@@ -158,7 +158,8 @@ HIDDEN void heap_free_local_slow(page_t *pg);
 HIDDEN void heap_invalid(const char *func, const void *p);   /* fatal_pointer, by a jump */
 HIDDEN void heap_free_remote(page_t *pg, void *b, uint64_t bit, const char *func);
 
-/* hot->used--, saying whether the page is now empty or off its list (USED_UNLISTED). */
+/* hot->used--, saying whether the page is now empty and not first in its list (USED_HEAD), or
+ * off its list (USED_UNLISTED). */
 static inline bool used_drop(page_hot_t *hot)
 {
 #if defined(__x86_64__)
@@ -188,8 +189,8 @@ static inline void heap_free_owned(heap_t *h, page_t *pg, void *p, uint64_t bit,
 	hot->free = b;
 	h->n_free++;
 	/* now empty, or off the list (USED_UNLISTED); an empty page that malloc serves from
-	 * stays as it is (a malloc/free loop empties it on every free) */
-	if (unlikely(used_drop(hot)) && (hot->used != 0 || h->pages[pg->cls] != pg))
+	 * stays as it is (USED_HEAD: a malloc/free loop empties it on every free) */
+	if (unlikely(used_drop(hot)))
 		heap_free_local_slow(pg);
 }
 

@@ -169,7 +169,7 @@ class Decoder(unittest.TestCase):
         cp[26] = 1
         cp[40] = 2
         raw = b"".join([
-            self.desc(contig.PK_SMALL, cls=26, used=5 | 0x80000000, bs=3072, cap=9),
+            self.desc(contig.PK_SMALL, cls=26, used=5 | 0xc0000000, bs=3072, cap=9),
             self.desc(contig.PK_SMALL, cls=40, used=1, bs=32768, cap=2), self.desc(contig.PK_CONT),
             self.desc(contig.PK_LARGE, npages=3, asked=150000, usable=196608), self.desc(contig.PK_CONT),
             self.desc(contig.PK_CONT),
