@@ -12,8 +12,8 @@ static page_hot_t empty_hot;
 page_t page_empty = { .hot = &empty_hot };
 /* A thread's heap before it has one: every fast path through it fails, and the slow path makes
  * (or adopts) the real heap. It owns no page, so frees through it are remote frees. */
-heap_t heap_none = { .direct = { [0 ... DIRECT_MAX / 16] = &page_empty },
-                     .fast = { [0 ... NCLASS - 1] = &page_empty } };
+heap_t heap_none = { .direct = { [0 ... DIRECT_MAX / 16] = &empty_hot },
+                     .fast = { [0 ... NCLASS - 1] = &empty_hot } };
 __thread heap_t *heap_tls __attribute__((tls_model("initial-exec"))) = &heap_none;
 /* Set once the thread's heap was handed back at its exit (heap_destructor): a thread-specific
  * destructor that runs after ours and allocates gets no heap of its own any more (in the last
@@ -46,10 +46,10 @@ static inline void set_first(heap_t *h, unsigned cls, page_t *pg)
 	if (old != &page_empty) page_hot(old)->used &= ~USED_HEAD;
 	if (pg != &page_empty) page_hot(pg)->used |= USED_HEAD;
 	h->pages[cls] = pg;
-	page_t *f = G.slow_only ? &page_empty : pg;
+	page_hot_t *f = G.slow_only ? &empty_hot : pg->hot;
 	h->fast[cls] = f;
 	if (cls > DIRECT_CLASSES) return;
-	page_t **d = &h->direct[direct_span[cls].lo];
+	page_hot_t **d = &h->direct[direct_span[cls].lo];
 	switch (direct_span[cls].n) {
 	case 8: d[7] = f; d[6] = f; d[5] = f; d[4] = f; /* fall through */
 	case 4: d[3] = f; d[2] = f; /* fall through */
@@ -185,6 +185,7 @@ static void extend(page_t *pg)
 	}
 	page_hot(pg)->free = head;
 	pg->capacity = (uint16_t)(pg->capacity + k);
+	pg->hot->capacity = pg->capacity;
 }
 
 /* Make pg's free list non-empty if it can be. */
@@ -324,8 +325,11 @@ static heap_t *heap_new_locked(void)
 {
 	heap_t *h = meta_alloc(sizeof *h);
 	if (!h) return NULL;
-	for (int c = 0; c < NCLASS; c++) h->pages[c] = h->fast[c] = &page_empty;
-	for (int i = 0; i <= DIRECT_MAX / 16; i++) h->direct[i] = &page_empty;
+	for (int c = 0; c < NCLASS; c++) {
+		h->pages[c] = &page_empty;
+		h->fast[c] = &empty_hot;
+	}
+	for (int i = 0; i <= DIRECT_MAX / 16; i++) h->direct[i] = &empty_hot;
 	pthread_mutex_init(&h->lock, NULL);
 	h->next_all = heaps_all;
 	heaps_all = h;
@@ -470,6 +474,11 @@ static void page_init(heap_t *h, page_t *pg, unsigned cls)
 	uint64_t odd = bs >> pg->rot, inv = odd;      /* Newton: each step doubles the correct bits */
 	for (int i = 0; i < 5; i++) inv *= 2 - odd * inv;
 	pg->inv = inv;
+	page_hot_t *hot = page_hot(pg);
+	hot->start = pg->start;
+	hot->inv = inv;
+	hot->rot = pg->rot;
+	hot->capacity = pg->capacity;
 	page_remote(pg)->page = pg;
 }
 

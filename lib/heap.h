@@ -1,6 +1,7 @@
 /* heap.h - the thread heaps' interface: the heap structure, the slow paths (heap.c), and the
  * small-block fast paths, inline for alloc.c: pop from the page's free list, push to its local
- * list, with the live bitmap checked on every free. */
+ * list, with the live bitmap checked on every malloc and every owner's free (other threads'
+ * frees check it when the block is tagged free). */
 #ifndef CONTIG_HEAP_H
 #define CONTIG_HEAP_H
 #include "common.h"
@@ -13,8 +14,8 @@ typedef struct heap {
 	/* owner only: the fast paths */
 #define DIRECT_MAX 1024                   /* sizes up to this find their page in direct[] */
 #define DIRECT_CLASSES 20                 /* the classes up to DIRECT_MAX: 16 .. 1024 bytes */
-	page_t *direct[DIRECT_MAX / 16 + 1]; /* fast[] by (n + 15) / 16: one load less than the class */
-	page_t *fast[NCLASS];           /* what the malloc fast path pops from: pages[] normally, always
+	page_hot_t *direct[DIRECT_MAX / 16 + 1]; /* fast[] by (n + 15) / 16: one load less than the class */
+	page_hot_t *fast[NCLASS];       /* what the malloc fast path pops from: pages[]' page_hot_t, always
 	                                   &page_empty when every call must take the slow path */
 	uint64_t n_free;                /* frees of this heap's blocks (other threads' once collected);
 	                                   mallocs are not counted: stats.c adds the live blocks */
@@ -114,12 +115,11 @@ HIDDEN void *heap_corrupt(const void *b) __attribute__((returns_nonnull));
  * Its second word is cleared (the line is in cache: its first word was just read): a tag another
  * thread left there by a free that raced the owner's own free of b cannot survive b being handed
  * out again, and the collect of that free, which checks the tag, catches the double free. */
-static inline void *page_take(page_t *pg, block_t *b, uintptr_t off)
+static inline void *hot_take(page_hot_t *hot, block_t *b)
 {
-	uint64_t bit = block_index(pg, off);
-	if (unlikely(bit >= pg->capacity))
+	uint64_t bit = hot_block_index(hot, (uintptr_t)b - hot->start);
+	if (unlikely(bit >= hot->capacity))
 		return heap_corrupt(b);
-	page_hot_t *hot = pg->hot;
 	uint64_t *w = &((uint64_t *)(void *)(hot + 1))[bit >> 6];
 	uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
 	if (unlikely(bit_set_old(&v, bit)))
@@ -134,20 +134,20 @@ static inline void *page_take(page_t *pg, block_t *b, uintptr_t off)
 /* Pop b, the head of pg's free list, in any small run. */
 static inline void *page_pop(page_t *pg, block_t *b)
 {
-	return page_take(pg, b, (uintptr_t)b - pg->start);
+	return hot_take(pg->hot, b);
 }
 
 /* One-page runs (classes up to 16 KiB). */
 static inline void *heap_malloc_fast(size_t n)
 {
 	heap_t *h = heap_tls;
-	page_t *pg;
-	if (likely(n <= DIRECT_MAX)) pg = h->direct[(n + 15) >> 4];
-	else if (n <= ONEPAGE_MAX) pg = h->fast[size_class(n)];
+	page_hot_t *hot;
+	if (likely(n <= DIRECT_MAX)) hot = h->direct[(n + 15) >> 4];
+	else if (n <= ONEPAGE_MAX) hot = h->fast[size_class(n)];
 	else return NULL;
-	block_t *b = page_hot(pg)->free;
+	block_t *b = hot->free;
 	if (likely(b != NULL))
-		return page_take(pg, b, (uintptr_t)b - pg->start);
+		return hot_take(hot, b);
 	return NULL;
 }
 
@@ -195,8 +195,9 @@ static inline void heap_free_owned(heap_t *h, page_t *pg, void *p, uint64_t bit,
 }
 
 /* The free itself, once p is known to start a block of pg whose live bit is bit. The owner frees
- * it at once, after a look at its tag on a run marked PAGE_REMOTE; another thread checks
- * the live bit and hands the block to the owner (heap_free_remote). */
+ * it at once, after a look at its tag on a run marked PAGE_REMOTE; another thread looks at its
+ * tag (and the live bit, if it is tagged free) and hands the block to the owner
+ * (heap_free_remote). */
 static inline void heap_free_checked(page_t *pg, void *p, uint64_t bit, const char *func)
 {
 	heap_t *h = heap_tls;
