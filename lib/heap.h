@@ -16,7 +16,8 @@ typedef struct heap {
 #define DIRECT_CLASSES 20                 /* the classes up to DIRECT_MAX: 16 .. 1024 bytes */
 	page_hot_t *direct[DIRECT_MAX / 16 + 1]; /* fast[] by (n + 15) / 16: one load less than the class */
 	page_hot_t *fast[NCLASS];       /* what the malloc fast path pops from: pages[]' page_hot_t, always
-	                                   &page_empty when every call must take the slow path */
+	                                   page_empty's (free list NULL) when every call must take the
+	                                   slow path */
 	uint64_t n_free;                /* frees of this heap's blocks (other threads' once collected);
 	                                   mallocs are not counted: stats.c adds the live blocks */
 	uint64_t n_realloc;             /* realloc calls on this thread */
