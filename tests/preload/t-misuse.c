@@ -281,10 +281,11 @@ int main(int argc, char **argv)
 		 * block says it may be free: every block on a free list does) */
 		pthread_t t;
 		q = alloc(712);                 /* a class nothing else here uses */
-		q += 712 + 8;                   /* its class is 768 bytes */
+		q += 768;                       /* its class is 768 bytes: the next block */
 		announce(q);
 		pthread_create(&t, NULL, free_in_thread, q);
 		pthread_join(t, NULL);
+		_exit(0);       /* the free must abort at the call: nothing at exit may catch it instead */
 	} else if (strcmp(c, "double-free-remote-tag-wiped") == 0) {
 		/* the owner's free, a use-after-free write over the block's second word only (its
 		 * link intact), another thread's free: that one cannot tell the block from a live
