@@ -195,7 +195,8 @@ static inline void page_set_heap(struct page *pg, struct heap *h)
 
 static inline page_hot_t *page_hot(const struct page *pg) { return pg->hot; }
 /* The live bitmap: one bit per block (by block_index), set while the block is live. */
-static inline uint64_t *page_live(const struct page *pg) { return (uint64_t *)(void *)(pg->hot + 1); }
+static inline uint64_t *hot_live(const page_hot_t *hot) { return (uint64_t *)(void *)(hot + 1); }
+static inline uint64_t *page_live(const struct page *pg) { return hot_live(pg->hot); }
 static inline remote_t *page_remote(const struct page *pg) { return (remote_t *)(void *)pg->hot - 1; }
 
 /* A small run's freed bitmap, after its live bitmap: the bits of blocks other threads freed that
@@ -241,19 +242,16 @@ static inline size_t page_idx(const page_t *pg) { return (size_t)(pg - G.pages);
  * divides multiples of it exactly (and sends the rest high), and the rotate brings any remainder
  * of the power-of-two factor to the top bits. One test, index < capacity, so checks alignment
  * and range at once. */
-static inline uint64_t block_index(const page_t *pg, uintptr_t off)
+static inline uint64_t index_of(uintptr_t off, uint64_t inv, unsigned rot)
 {
-	uint64_t x = (uint64_t)off * pg->inv;
-	unsigned r = pg->rot;
-	return (x >> r) | (x << ((64 - r) & 63));
+	uint64_t x = (uint64_t)off * inv;
+	return (x >> rot) | (x << ((64 - rot) & 63));
 }
-
-/* block_index from the run's page_hot_t copies (the malloc side). */
+static inline uint64_t block_index(const page_t *pg, uintptr_t off) { return index_of(off, pg->inv, pg->rot); }
+/* The same from the run's page_hot_t copies (the malloc side). */
 static inline uint64_t hot_block_index(const page_hot_t *hot, uintptr_t off)
 {
-	uint64_t x = (uint64_t)off * hot->inv;
-	unsigned r = hot->rot;
-	return (x >> r) | (x << ((64 - r) & 63));
+	return index_of(off, hot->inv, hot->rot);
 }
 
 #endif

@@ -460,21 +460,21 @@ static page_t *spare_take(heap_t *h, unsigned cls)
 static void page_init(heap_t *h, page_t *pg, unsigned cls)
 {
 	uint32_t bs = class_size[cls];
+	page_hot_t *hot = page_hot(pg);
 	page_set_heap(pg, h);
 	pg->block_size = bs;
 	pg->cls = (uint8_t)cls;
+	pg->start = page_addr(page_idx(pg));
 	pg->capacity = pg->flags & PF_WASHEAD ? 1 : 0;   /* block 0 never carved (PF_WASHEAD) */
 	if (pg->flags & PF_WASHEAD)     /* tagged free: another thread's second free of the large
 	                                   block that was here is caught at the call */
-		((block_t *)page_addr(page_idx(pg)))->tag = free_tag(page_addr(page_idx(pg)));
-	page_hot(pg)->used = 0;
-	page_hot(pg)->free = NULL;
-	pg->start = page_addr(page_idx(pg));
+		((block_t *)pg->start)->tag = free_tag(pg->start);
+	hot->used = 0;
+	hot->free = NULL;
 	pg->rot = (uint8_t)__builtin_ctz(bs);
 	uint64_t odd = bs >> pg->rot, inv = odd;      /* Newton: each step doubles the correct bits */
 	for (int i = 0; i < 5; i++) inv *= 2 - odd * inv;
 	pg->inv = inv;
-	page_hot_t *hot = page_hot(pg);
 	hot->start = pg->start;
 	hot->inv = inv;
 	hot->rot = pg->rot;

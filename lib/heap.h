@@ -121,7 +121,7 @@ static inline void *hot_take(page_hot_t *hot, block_t *b)
 	uint64_t bit = hot_block_index(hot, (uintptr_t)b - hot->start);
 	if (unlikely(bit >= hot->capacity))
 		return heap_corrupt(b);
-	uint64_t *w = &((uint64_t *)(void *)(hot + 1))[bit >> 6];
+	uint64_t *w = &hot_live(hot)[bit >> 6];
 	uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
 	if (unlikely(bit_set_old(&v, bit)))
 		return heap_corrupt(b);
@@ -177,7 +177,7 @@ static inline bool used_drop(page_hot_t *hot)
 static inline void heap_free_owned(heap_t *h, page_t *pg, void *p, uint64_t bit, const char *func)
 {
 	page_hot_t *hot = pg->hot;
-	uint64_t *w = &((uint64_t *)(void *)(hot + 1))[bit >> 6];
+	uint64_t *w = &hot_live(hot)[bit >> 6];
 	uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
 	if (unlikely(!bit_clear_old(&v, bit))) {
 		heap_invalid(func, p);
