@@ -128,16 +128,22 @@ static void collect_remote(page_t *pg)
 		words &= words - 1;
 		uint64_t m = atomic_load_explicit(&freed[k], memory_order_acquire);
 		if (!m) continue;
-		uint64_t v = page_live(pg)[k];
-		if (unlikely(m & ~v))
-			/* freed by another thread and, before, by the owner: a double free */
-			fatal_pointer("free", (void *)(start + ((size_t)k * 64 + (size_t)__builtin_ctzll(m & ~v)) * bs));
+		uint64_t v = page_live(pg)[k], all = m;
+		if (unlikely(m & ~v)) {
+			/* freed by another thread and, before, by the owner: a double free; unless fork
+			 * caught this heap's thread between the two stores below: those blocks' live
+			 * bits are clear and they are on no list (the thread held them), so they stay
+			 * off it, and their freed bits go */
+			if (!page_heap(pg)->forked)
+				fatal_pointer("free", (void *)(start + ((size_t)k * 64 + (size_t)__builtin_ctzll(m & ~v)) * bs));
+			m &= v;
+		}
 		/* live bit first, then the freed bit: a leak check stopping this thread in between
 		 * sees each block free, never live and unfreed */
 		__atomic_store_n(&page_live(pg)[k], v & ~m, __ATOMIC_RELAXED);
 		/* a free into this word since the load (it set pending again, or will: it found
 		 * the word's pending bit clear): take it in this round */
-		if (atomic_fetch_and_explicit(&freed[k], ~m, memory_order_acq_rel) & ~m) words |= 1ull << k;
+		if (atomic_fetch_and_explicit(&freed[k], ~all, memory_order_acq_rel) & ~all) words |= 1ull << k;
 		uintptr_t base = start + (size_t)k * 64 * bs;
 		while (m) {                /* (counted here: without -mpopcnt a popcount is a call) */
 			block_t *b = (block_t *)(base + (size_t)__builtin_ctzll(m) * bs);
@@ -802,8 +808,10 @@ void heap_fork_child(void)
 			 * fast path (a block's live bit set and the block still on its list, a list half
 			 * relinked): the heap is abandoned, so frees into it still drain it, but never
 			 * adopted. Heaps already abandoned (their threads exited) stay on the list:
-			 * heaps_lock, held across fork, kept it whole. */
+			 * heaps_lock, held across fork, kept it whole. Its collects forgive what a
+			 * collect cut in two leaves (forked). */
 			atomic_store(&h->abandoned, 1);
+			h->forked = true;
 		}
 	}
 	pthread_mutex_init(&heaps_lock, NULL);
