@@ -1,16 +1,17 @@
 # preload/local.mk - programs and programs' scripts run under LD_PRELOAD of the built library (the
-# malloc family, threads, fork, C++, misuse, environment, statistics, exported symbols, and real
-# programs: python3, sqlite3, gcc, g++). Included from tests/Makefile.am; paths are relative to
-# tests/. The helper programs are not linked with the library; preload/lib.sh runs them under it.
+# malloc family, threads, fork, C++, misuse, environment, statistics, exported symbols, dlopen
+# with RTLD_DEEPBIND, and real programs: python3, sqlite3, gcc, g++). Included from
+# tests/Makefile.am; paths are relative to tests/. The helper programs are not linked with the library; preload/lib.sh runs them under it.
 
 preload_tests = \
 	preload/entry.sh preload/calloc.sh preload/errors.sh preload/realloc.sh preload/threads.sh \
 	preload/fork.sh preload/cxx.sh preload/misuse.sh preload/env.sh preload/stats.sh \
 	preload/symbols.sh preload/python.sh preload/sqlite.sh preload/gcc.sh preload/gxx.sh \
-	preload/determinism.sh preload/twocopies.sh
+	preload/determinism.sh preload/twocopies.sh preload/deepbind.sh
 TESTS += $(preload_tests)
 EXTRA_DIST += $(preload_tests) preload/lib.sh preload/expected-symbols.txt \
-	preload/python-objects.py preload/sqlite-workload.sql
+	preload/python-objects.py preload/sqlite-workload.sql \
+	preload/t-deepbind.c preload/t-deepbind-plug.c
 
 check_PROGRAMS += preload/t-entry preload/t-calloc preload/t-errors preload/t-realloc \
 	preload/t-threads preload/t-fork preload/t-cxx preload/t-misuse preload/t-basic preload/t-determ
