@@ -338,12 +338,15 @@ def find_lib(environ=None):
 
 
 def preload_env(lib, env):
-    """LD_PRELOAD with this library first; other copies of libcontig already listed are dropped:
-    two copies in one process would both try to own the range."""
+    """LD_PRELOAD with this library first, and libcontig-deepbind.so beside it when it is there
+    (dlopen without RTLD_DEEPBIND, so that libraries opened so, such as PHP's extensions, get
+    libcontig's malloc); other copies of libcontig already listed are dropped: two copies in one
+    process would both try to own the range."""
     env = dict(env)
     rest = [e for e in re.split(r"[:\s]+", env.get("LD_PRELOAD", ""))
-            if e and not os.path.basename(e).startswith("libcontig.so")]
-    env["LD_PRELOAD"] = ":".join([lib] + rest)
+            if e and not os.path.basename(e).startswith(("libcontig.so", "libcontig-deepbind.so"))]
+    shim = os.path.join(os.path.dirname(lib), "libcontig-deepbind.so")
+    env["LD_PRELOAD"] = ":".join([lib] + ([shim] if os.path.isfile(shim) else []) + rest)
     return env
 
 

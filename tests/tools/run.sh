@@ -67,11 +67,12 @@ expect_status 0 "--leaks=error -- python3 -c pass" contig --leaks=error -- "$PY"
 expect_status 7 "exit status" contig -- sh -c 'exit 7' && ok "the command's exit status (7) is returned"
 expect_status 127 "missing command" contig -- /nonexistent/command && ok "a missing command gives 127"
 
-# LD_PRELOAD: the library first, the caller's entries kept; the CONTIG_* variables are set.
+# LD_PRELOAD: the library first, libcontig-deepbind.so beside it, the caller's entries kept;
+# the CONTIG_* variables are set.
 out=$(LD_PRELOAD=/lib/x86_64-linux-gnu/libc.so.6 contig --verbose --limit 64M --on-collision abort -- \
 	sh -c 'echo "$LD_PRELOAD|$CONTIG_VERBOSE|$CONTIG_LIMIT|$CONTIG_ON_COLLISION"' 2>/dev/null)
 case $out in
-"$LIBCONTIG":*libc.so.6"|1|64M|abort") ok "environment: $out" ;;
+"$LIBCONTIG:${LIBCONTIG%/*}/libcontig-deepbind.so:/lib/x86_64-linux-gnu/libc.so.6|1|64M|abort") ok "environment: $out" ;;
 *) bad "environment under contig: '$out'" ;;
 esac
 
