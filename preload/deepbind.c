@@ -35,21 +35,19 @@ HIDDEN void *(*_Atomic deepbind_next)(const char *, int);
 static int verbose(void)
 {
 	const char *v = getenv("CONTIG_VERBOSE");
-	return v && *v && strcmp(v, "0") && strcmp(v, "no") && strcmp(v, "false") && strcmp(v, "off");
+	return v && *v && strcmp(v, "0") != 0 && strcmp(v, "no") != 0 && strcmp(v, "false") != 0 &&
+	       strcmp(v, "off") != 0;
 }
 
+/* One line, one write: "libcontig: dlopen(FILE): ..." (FILE cut to fit). */
 static void say(const char *file)
 {
 	char buf[512];
 	size_t n = 0;
 	const char *parts[] = { "libcontig: dlopen(", file ? file : "NULL",
 	                        "): RTLD_DEEPBIND dropped, so that its malloc calls reach libcontig\n" };
-	for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
-		size_t k = strlen(parts[i]);
-		if (k > sizeof buf - n) k = sizeof buf - n;
-		memcpy(buf + n, parts[i], k);
-		n += k;
-	}
+	for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+		for (const char *c = parts[i]; *c && n < sizeof buf; c++) buf[n++] = *c;
 	ssize_t w = write(2, buf, n);
 	(void)w;
 }
