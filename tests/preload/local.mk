@@ -1,7 +1,8 @@
 # preload/local.mk - programs and programs' scripts run under LD_PRELOAD of the built library (the
 # malloc family, threads, fork, C++, misuse, environment, statistics, exported symbols, dlopen
 # with RTLD_DEEPBIND, and real programs: python3, sqlite3, gcc, g++). Included from
-# tests/Makefile.am; paths are relative to tests/. The helper programs are not linked with the library; preload/lib.sh runs them under it.
+# tests/Makefile.am; paths are relative to tests/. The helper programs are not linked with the
+# library; preload/lib.sh runs them under it (deepbind.sh builds its own, with gcc).
 
 preload_tests = \
 	preload/entry.sh preload/calloc.sh preload/errors.sh preload/realloc.sh preload/threads.sh \
