@@ -731,8 +731,12 @@ static NOINLINE void drain_abandoned(heap_t *h, page_t *pg)
 		if (atomic_load(&h->abandoned)) {
 			drain_delayed(h);
 			if (whole) tidy_heap(h, false);
-			/* (pg may have been given back since the bit went in: then it is not h's) */
-			else if (!(page_hot(pg)->used & USED_UNLISTED) && page_heap(pg) == h)
+			/* pg may have been given back since the bit went in, and even made another
+			 * kind of run, whose fields overlay hot: it is h's only while it is a small
+			 * run whose owner is h (under h's lock nothing gives h's runs back), and only
+			 * then is its page_hot_t read */
+			else if (__atomic_load_n(&pg->kind, __ATOMIC_ACQUIRE) == PK_SMALL && page_heap(pg) == h &&
+			         !(page_hot(pg)->used & USED_UNLISTED))
 				tidy_page(h, pg, false);
 		}
 		locks_held--;

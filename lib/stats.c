@@ -47,6 +47,9 @@ void stats_collect(contig_stats_t *st)
 	memcpy(st->collision, rs.range.coll, sizeof st->collision);
 	size_t frontier = rs.range.mapped >> PAGE_SHIFT;
 	uint64_t pending = 0;               /* blocks other threads freed, not taken back by their owner */
+	/* Under the range lock: a run given back and made another kind meanwhile overlays its
+	 * page_hot_t pointer with that kind's fields (a large block's asked is 0 at first) */
+	range_lock();
 	for (size_t i = 0; i < frontier; i++) {
 		const page_t *pg = &G.pages[i];
 		if (pg->kind != PK_SMALL) continue;
@@ -64,6 +67,7 @@ void stats_collect(contig_stats_t *st)
 		st->live_blocks += used - pend;
 		st->live_bytes += (size_t)(used - pend) * pg->block_size;
 	}
+	range_unlock();
 	size_t small_live = st->live_blocks;
 	st->live_blocks += rs.large_blocks;
 	st->live_bytes += rs.large_bytes;
