@@ -310,8 +310,9 @@ END_TEST
 /* fork may catch a thread between the two stores of its collect of other threads' frees: a
  * block's live bit cleared, its freed bit not yet. In the child that heap is abandoned, and the
  * next free into the run drains it: the collect must not call that block a double free (the
- * stress suite's fork phase aborted so, about one run in fifty). Here the thread is parked, the
- * cut is made by hand, and a real fork follows; the child frees into the run and exits. */
+ * stress suite's fork phase aborted so, once in a round's runs of the suite). Here the thread
+ * is parked, the cut is made by hand, and a real fork follows; the child frees into the run
+ * and exits. */
 static void *fc_blocks[2];
 static pthread_mutex_t fc_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t fc_cond = PTHREAD_COND_INITIALIZER;
