@@ -135,7 +135,8 @@ static void collect_remote(page_t *pg)
 			 * bits are clear and they are on no list (the thread held them), so they stay
 			 * off it, and their freed bits go */
 			if (!page_heap(pg)->forked)
-				fatal_pointer("free", (void *)(start + ((size_t)k * 64 + (size_t)__builtin_ctzll(m & ~v)) * bs));
+				fatal_pointer("free",
+				              (void *)(start + ((size_t)k * 64 + (size_t)__builtin_ctzll(m & ~v)) * bs));
 			m &= v;
 		}
 		/* live bit first, then the freed bit: a leak check stopping this thread in between

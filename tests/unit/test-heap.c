@@ -344,7 +344,8 @@ START_TEST(fork_between_collect_stores)
 	uint64_t bit = block_index(pg, (uintptr_t)a - page_start(pg));
 	alloc_free(a);                                  /* a remote free: a's freed bit */
 	ck_assert(freed_test(pg, bit));
-	page_live(pg)[bit >> 6] &= ~(1ull << (bit & 63));   /* the owner's collect, cut after its first store */
+	/* the owner's collect, cut after its first store */
+	page_live(pg)[bit >> 6] &= ~(1ull << (bit & 63));
 	pid_t pid = fork();
 	if (pid == 0) {
 		alloc_free(b);                          /* drains the abandoned heap: collects a's bit */
@@ -353,7 +354,8 @@ START_TEST(fork_between_collect_stores)
 	int st = 0;
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
-	page_live(pg)[bit >> 6] |= 1ull << (bit & 63);      /* the cut undone here: the owner collects a at its exit */
+	/* the cut undone here: the owner collects a at its exit */
+	page_live(pg)[bit >> 6] |= 1ull << (bit & 63);
 	pthread_mutex_lock(&fc_lock);
 	fc_state = 2;
 	pthread_cond_broadcast(&fc_cond);
