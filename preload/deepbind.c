@@ -31,12 +31,23 @@
 /* libc's dlopen, found once (the trampoline reads it without a lock: a race finds the same). */
 HIDDEN void *(*_Atomic deepbind_next)(const char *, int);
 
+/* Whether v is the word w, blanks around it allowed (config.c's is_word: this library has none
+ * of libcontig's code). */
+static int is_word(const char *v, const char *w)
+{
+	size_t n = strlen(w);
+	while (*v == ' ' || *v == '\t') v++;
+	if (strncmp(v, w, n) != 0) return 0;
+	for (v += n; *v == ' ' || *v == '\t'; v++) {}
+	return *v == 0;
+}
+
 /* CONTIG_VERBOSE as libcontig reads it: set, and not empty, 0, no, false or off. */
 static int verbose(void)
 {
 	const char *v = getenv("CONTIG_VERBOSE");
-	return v && *v && strcmp(v, "0") != 0 && strcmp(v, "no") != 0 && strcmp(v, "false") != 0 &&
-	       strcmp(v, "off") != 0;
+	return v && !(is_word(v, "0") || is_word(v, "") || is_word(v, "no") || is_word(v, "false") ||
+	              is_word(v, "off"));
 }
 
 /* One line, one write: "libcontig: dlopen(FILE): ..." (FILE cut to fit). */
