@@ -26,6 +26,19 @@ START_TEST(waste_bounded)
 }
 END_TEST
 
+START_TEST(header_classes)
+{
+	/* a power of two from 1 KiB to 8 KiB and a header of up to an eighth of it fits a block
+	 * of 9/8 of it, not one of 5/4 */
+	for (size_t p = 1024; p <= 8192; p *= 2)
+		for (size_t n = p + 1; n <= p + p / 8; n++)
+			ck_assert_uint_eq(class_size[size_class(n)], p + p / 8);
+	ck_assert_uint_eq(class_size[CLASS_16K], ONEPAGE_MAX);
+	ck_assert_uint_eq(class_size[size_class(ONEPAGE_MAX + 1)], 20480);
+	ck_assert_uint_eq(class_size[NCLASS - 1], SMALL_MAX);
+}
+END_TEST
+
 START_TEST(classes_aligned_and_runs_hold_blocks)
 {
 	for (unsigned c = 1; c < NCLASS; c++) {
@@ -44,6 +57,7 @@ Suite *classes_suite(void)
 	TCase *t = tcase_create("classes");
 	tcase_add_test(t, smallest_class_that_fits);
 	tcase_add_test(t, waste_bounded);
+	tcase_add_test(t, header_classes);
 	tcase_add_test(t, classes_aligned_and_runs_hold_blocks);
 	suite_add_tcase(s, t);
 	return s;
