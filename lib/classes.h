@@ -7,7 +7,7 @@
 #include "common.h"
 
 #define NCLASS       53                       /* classes 1..52: 16 B .. 128 KiB; 0 is unused */
-#define CLASS_16K    40                       /* the class of 16 KiB blocks, the last one-page class */
+#define CLASS_16K    40                       /* 16 KiB blocks: the last one-page class */
 #define SMALL_MAX    ((size_t)128 << 10)      /* larger blocks are page runs */
 #define ONEPAGE_MAX  ((size_t)16 << 10)       /* classes up to this live in one-page runs */
 
