@@ -470,6 +470,17 @@ static size_t reserve_gaps(size_t end)
 	return total;
 }
 
+/* Pages of the range a reservation may take under RLIMIT_AS rl: what the process maps now and
+ * auto's headroom for its threads, libraries and runtimes stay outside it (auto, and reserve
+ * when the limit refuses the whole range). */
+static size_t auto_room(uint64_t rl)
+{
+	size_t vm = maps_vm_size(), head = auto_headroom(rl);
+	size_t room = rl > vm + head ? (size_t)(rl - vm - head) : 0;
+	room >>= PAGE_SHIFT;
+	return room > G.npages ? G.npages : room;
+}
+
 int range_init(void)
 {
 	const config_t *c = &G.cfg;
@@ -522,10 +533,7 @@ int range_init(void)
 			want = G.npages;
 			why = "auto: no RLIMIT_AS, reserving the whole range";
 		} else {
-			size_t vm = maps_vm_size(), head = auto_headroom(rl);
-			size_t room = rl > vm + head ? (size_t)(rl - vm - head) : 0;
-			want = room >> PAGE_SHIFT;
-			if (want > G.npages) want = G.npages;
+			want = auto_room(rl);
 			why = want == G.npages ? "auto: RLIMIT_AS leaves room for the whole range"
 			                       : "auto: RLIMIT_AS is below the range; reserving part, growing lazily beyond";
 		}
@@ -533,10 +541,24 @@ int range_init(void)
 	}
 	size_t got = want ? reserve_gaps(want) : 0;
 	if (got < want && c->mode == MODE_RESERVE) {
+		/* refused whole (RLIMIT_AS): reserve what auto would, the most the limit leaves
+		 * room for, rather than nothing */
+		bool part = false;
+		if (got == 0 && rl != UINT64_MAX) {
+			size_t room = auto_room(rl);
+			if (room > 0) got = reserve_gaps(room);
+			part = got > 0;
+		}
 		fmt_init(&b, buf, sizeof buf);
-		fmt_str(&b, "CONTIG_MODE=reserve: could reserve only ");
-		fmt_size(&b, got << PAGE_SHIFT);
-		fmt_str(&b, " of the range (RLIMIT_AS or a foreign mapping); growing lazily beyond");
+		if (part) {
+			fmt_str(&b, "CONTIG_MODE=reserve: RLIMIT_AS refused the whole range; reserved ");
+			fmt_size(&b, got << PAGE_SHIFT);
+			fmt_str(&b, ", what the limit leaves room for; growing lazily beyond");
+		} else {
+			fmt_str(&b, "CONTIG_MODE=reserve: could reserve only ");
+			fmt_size(&b, got << PAGE_SHIFT);
+			fmt_str(&b, " of the range (RLIMIT_AS or a foreign mapping); growing lazily beyond");
+		}
 		log_line(buf);
 	}
 	R.reserved_bytes = got << PAGE_SHIFT;

@@ -8,7 +8,8 @@
 # mode (the descriptors of the cut range take 4 MiB, not 64); a program that fills the limit with
 # blocks and frees them starts threads and maps a file afterwards; in a 512 MiB range a freed
 # 100 MiB block and the pages beside it hold 496 MiB. The same in CONTIG_MODE=lazy with
-# no limit (nothing reserved) and CONTIG_MODE=reserve (all reserved).
+# no limit (nothing reserved) and CONTIG_MODE=reserve (all reserved); under the limit reserve
+# takes what auto would, not nothing.
 . "${TESTS_SRCDIR:-$(dirname "$0")/..}/safety/common.sh"
 
 t=$(prog t-range)
@@ -54,16 +55,27 @@ grep '^libcontig: range' "$TMPD/err"
 under_ulimit 1048576 "$t" threads 100
 expect_rc "ulimit -v 1048576: 100 threads" 0 && cat "$TMPD/out"
 
+# CONTIG_MODE=reserve under the limit: the whole range is refused, so it reserves what auto would
+# (not nothing) and says so; the workload and 100 threads run.
+under_ulimit 1048576 CONTIG_MODE=reserve CONTIG_VERBOSE=1 "$t"
+expect_rc "ulimit -v 1048576, CONTIG_MODE=reserve: C workload" 0 && cat "$TMPD/out"
+grep -q '^libcontig: CONTIG_MODE=reserve: RLIMIT_AS refused the whole range; reserved [1-9]' "$TMPD/err" &&
+	grep -q '^libcontig: range 0xf800000000-0xfa00000000; CONTIG_MODE=reserve; reserved [1-9]' "$TMPD/err" ||
+	{ bad "ulimit -v 1048576, CONTIG_MODE=reserve: CONTIG_VERBOSE=1 does not say it reserved part of the range"; show; }
+grep '^libcontig: \(range\|CONTIG_MODE\)' "$TMPD/err"
+under_ulimit 1048576 CONTIG_MODE=reserve "$t" threads 100
+expect_rc "ulimit -v 1048576, CONTIG_MODE=reserve: 100 threads" 0 && cat "$TMPD/out"
+
 # A program that fills the limit with blocks and frees them starts threads and maps a file
 # afterwards, as under glibc (which unmaps its large chunks): the free runs at the top of the heap
 # go back to the address space (in lazy mode too, and in auto's reservation).
-for m in auto lazy; do
+for m in auto lazy reserve; do
 	under_ulimit 400000 CONTIG_MODE=$m "$t" refill
 	expect_rc "ulimit -v 400000, CONTIG_MODE=$m: fill, free, threads and a file mapping" 0 && cat "$TMPD/out"
 done
 
 # The descriptors of a 64G range would take 64 MiB: under 100 MiB a 60 MiB heap must still fit.
-for m in auto lazy; do
+for m in auto lazy reserve; do
 	under_ulimit 102400 CONTIG_MODE=$m "$t" heap 60
 	expect_rc "ulimit -v 102400, CONTIG_MODE=$m: a 60 MiB heap" 0 && cat "$TMPD/out"
 done
