@@ -16,6 +16,8 @@ static struct {
 	size_t frontier;            /* pages [0, frontier) are usable, allocated or foreign */
 	size_t reserved_end;        /* pages [0, reserved_end) lie in our PROT_NONE reservation */
 	int mode;                   /* the mode in force */
+	bool yields;                /* the reservation is RLIMIT_AS's share: auto, or reserve cut by
+	                               the limit (range_yield_reservation) */
 	size_t reserved_bytes;      /* reserved PROT_NONE at start */
 	size_t ncoll;               /* collisions found */
 	contig_collision_t coll[CONTIG_STATS_COLLISIONS];
@@ -397,13 +399,14 @@ void range_release_top_locked(size_t idx)
 }
 
 /* RLIMIT_AS refused a mapping of len bytes the program asked the kernel for (a runtime
- * reserving its own heap, say), which it would have got without us. In auto mode, give back the
- * top of the reservation the heap has not reached (len and half as much again, at least 64 MiB),
- * so that the address space is the program's; the heap grows lazily past the new end. Whether
- * anything was given back (then the caller tries again). */
+ * reserving its own heap, say), which it would have got without us. In auto mode (and in reserve
+ * mode cut to auto's share by the limit), give back the top of the reservation the heap has not
+ * reached (len and half as much again, at least 64 MiB), so that the address space is the
+ * program's; the heap grows lazily past the new end. Whether anything was given back (then the
+ * caller tries again). */
 bool range_yield_reservation(size_t len)
 {
-	if (R.mode != MODE_AUTO) return false;
+	if (!R.yields) return false;
 	size_t want = (align_up(len, PAGE_SIZE) >> PAGE_SHIFT) * 3 / 2 + 1;
 	if (want < ((size_t)64 << 20) >> PAGE_SHIFT) want = ((size_t)64 << 20) >> PAGE_SHIFT;
 	range_lock();
@@ -419,7 +422,8 @@ bool range_yield_reservation(size_t len)
 		char buf[200];
 		fmtbuf_t b;
 		fmt_init(&b, buf, sizeof buf);
-		fmt_str(&b, "auto: RLIMIT_AS refused a mapping of ");
+		fmt_str(&b, R.mode == MODE_AUTO ? "auto: " : "CONTIG_MODE=reserve: ");
+		fmt_str(&b, "RLIMIT_AS refused a mapping of ");
 		fmt_size(&b, len);
 		fmt_str(&b, " outside the heap; gave back ");
 		fmt_size(&b, (end - lo) << PAGE_SHIFT);
@@ -525,6 +529,7 @@ int range_init(void)
 	size_t want = 0;
 	const char *why = "";
 	R.mode = c->mode;
+	R.yields = c->mode == MODE_AUTO;
 	switch (c->mode) {
 	case MODE_RESERVE: want = G.npages; why = "CONTIG_MODE=reserve"; break;
 	case MODE_LAZY: want = 0; why = "CONTIG_MODE=lazy"; break;
@@ -548,6 +553,7 @@ int range_init(void)
 			size_t room = auto_room(rl);
 			if (room > 0) got = reserve_gaps(room);
 			part = got > 0;
+			R.yields = part;        /* as auto's: the program's own mappings come first */
 		}
 		fmt_init(&b, buf, sizeof buf);
 		if (part) {

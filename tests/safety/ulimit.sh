@@ -9,7 +9,7 @@
 # blocks and frees them starts threads and maps a file afterwards; in a 512 MiB range a freed
 # 100 MiB block and the pages beside it hold 496 MiB. The same in CONTIG_MODE=lazy with
 # no limit (nothing reserved) and CONTIG_MODE=reserve (all reserved); under the limit reserve
-# takes what auto would, not nothing.
+# takes what auto would, not nothing, and gives it back as auto does.
 . "${TESTS_SRCDIR:-$(dirname "$0")/..}/safety/common.sh"
 
 t=$(prog t-range)
@@ -87,6 +87,12 @@ under_ulimit 4194304 CONTIG_VERBOSE=1 "$t" reserve 3700
 expect_rc "ulimit -v 4194304: a 3700 MiB reservation of the program's own, then the workload" 0 && cat "$TMPD/out"
 grep -q '^libcontig: auto: RLIMIT_AS refused a mapping of 3.6 GiB outside the heap; gave back ' "$TMPD/err" ||
 	{ bad "ulimit -v 1048576: no line saying auto gave reservation back"; show; }
+# The same in CONTIG_MODE=reserve: cut to auto's share by the limit, it gives it back as auto does.
+under_ulimit 4194304 CONTIG_MODE=reserve CONTIG_VERBOSE=1 "$t" reserve 3700
+expect_rc "ulimit -v 4194304, CONTIG_MODE=reserve: a 3700 MiB reservation of the program's own" 0 &&
+	cat "$TMPD/out"
+grep -q '^libcontig: CONTIG_MODE=reserve: RLIMIT_AS refused a mapping of 3.6 GiB outside the heap; gave back ' "$TMPD/err" ||
+	{ bad "ulimit -v 4194304, CONTIG_MODE=reserve: no line saying it gave reservation back"; show; }
 
 if [ $have_python = 1 ]; then
 	under_ulimit 1048576 python3 -c "$pyprog" $base $end
