@@ -547,16 +547,15 @@ int range_init(void)
 	size_t got = want ? reserve_gaps(want) : 0;
 	if (got < want && c->mode == MODE_RESERVE) {
 		/* refused whole (RLIMIT_AS): reserve what auto would, the most the limit leaves
-		 * room for, rather than nothing */
-		bool part = false;
+		 * room for, rather than nothing; then yield it as auto does (the program's own
+		 * mappings come first) */
 		if (got == 0 && rl != UINT64_MAX) {
 			size_t room = auto_room(rl);
 			if (room > 0) got = reserve_gaps(room);
-			part = got > 0;
-			R.yields = part;        /* as auto's: the program's own mappings come first */
+			R.yields = got > 0;
 		}
 		fmt_init(&b, buf, sizeof buf);
-		if (part) {
+		if (R.yields) {
 			fmt_str(&b, "CONTIG_MODE=reserve: RLIMIT_AS refused the whole range; reserved ");
 			fmt_size(&b, got << PAGE_SHIFT);
 			fmt_str(&b, ", what the limit leaves room for; growing lazily beyond");

@@ -86,7 +86,7 @@ done
 under_ulimit 4194304 CONTIG_VERBOSE=1 "$t" reserve 3700
 expect_rc "ulimit -v 4194304: a 3700 MiB reservation of the program's own, then the workload" 0 && cat "$TMPD/out"
 grep -q '^libcontig: auto: RLIMIT_AS refused a mapping of 3.6 GiB outside the heap; gave back ' "$TMPD/err" ||
-	{ bad "ulimit -v 1048576: no line saying auto gave reservation back"; show; }
+	{ bad "ulimit -v 4194304: no line saying auto gave reservation back"; show; }
 # The same in CONTIG_MODE=reserve: cut to auto's share by the limit, it gives it back as auto does.
 under_ulimit 4194304 CONTIG_MODE=reserve CONTIG_VERBOSE=1 "$t" reserve 3700
 expect_rc "ulimit -v 4194304, CONTIG_MODE=reserve: a 3700 MiB reservation of the program's own" 0 &&
