@@ -231,6 +231,11 @@ int os_decommit(uintptr_t addr, size_t len)
 	return r;
 }
 
+int os_resident(uintptr_t addr, size_t len, unsigned char *vec)
+{
+	return (int)SC(SYS_mincore, addr, len, vec, 0, 0, 0);
+}
+
 void *os_map_meta(size_t len, uintptr_t lo, uintptr_t hi)
 {
 	int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;

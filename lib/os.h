@@ -45,6 +45,8 @@ int os_map_over_rw(uintptr_t addr, size_t len);    /* a fresh RW mapping over ou
 int os_commit(uintptr_t addr, size_t len);          /* PROT_NONE -> RW over our own reservation */
 int os_decommit(uintptr_t addr, size_t len);        /* give the pages back; they stay ours and read as zero
                                                       (locked ones too: a fresh mapping over them) */
+int os_resident(uintptr_t addr, size_t len, unsigned char *vec); /* mincore: bit 0 of vec[i] says
+                                                      OS page i of [addr, addr+len) is resident */
 void *os_map_meta(size_t len, uintptr_t avoid_lo, uintptr_t avoid_hi); /* RW outside [lo,hi) */
 
 #endif

@@ -275,6 +275,40 @@ page_t *region_alloc_run(bool big, int flags)
 	return pg;
 }
 
+/* Clear [a, a + len), pages of a freed block the purger has not given back yet, for a block that
+ * must read as zero (calloc). A big freed block is often sparse, a zeroed table the program
+ * touched in places: a memset would make every page of it resident (a 64 MiB calloc after the
+ * free of one with a page in use took 4 ms and 64 MiB). So past ZERO_ASK bytes the kernel says
+ * which OS pages are resident: a window mostly not is given back whole (it reads as zero on its
+ * next touch), else its resident pages are cleared and the rest given back. A page the kernel
+ * swapped out counts as not resident and is dropped, not read back: the same zeros. */
+#define ZERO_ASK    ((size_t)1 << 20)
+#define ZERO_WINDOW 2048u                     /* OS pages asked about at once: 8 MiB */
+static void zero_dirty(uintptr_t a, size_t len)
+{
+	unsigned char vec[ZERO_WINDOW];
+	while (len >= ZERO_ASK) {
+		size_t n = len < (size_t)ZERO_WINDOW * OS_PAGE ? len : (size_t)ZERO_WINDOW * OS_PAGE;
+		size_t np = n / OS_PAGE, res = 0;
+		if (os_resident(a, n, vec) != 0) break;
+		for (size_t k = 0; k < np; k++) res += vec[k] & 1;
+		if (res * 2 < np) {
+			os_decommit(a, n);
+		} else {
+			for (size_t k = 0; k < np;) {
+				size_t m = k;
+				while (m < np && (vec[m] & 1) == (vec[k] & 1)) m++;
+				if (vec[k] & 1) memset((void *)(a + k * OS_PAGE), 0, (m - k) * OS_PAGE);
+				else os_decommit(a + k * OS_PAGE, (m - k) * OS_PAGE);
+				k = m;
+			}
+		}
+		a += n;
+		len -= n;
+	}
+	memset((void *)a, 0, len);
+}
+
 /* n pages whose first is aligned to align bytes (a power of two; 0 or up to PAGE_SIZE: any). A
  * free run of n + align / PAGE_SIZE - 1 pages holds such a place; only the n pages are taken
  * (and counted against CONTIG_LIMIT), the pages before and after stay free as they were. */
@@ -395,11 +429,12 @@ refit:
 			i = j;
 		}
 	} else if (flags & RUN_ZERO) {
-		for (size_t i = idx; i < idx + n; i++) {
-			if (P(i)->flags & PF_NEEDZERO) {
-				memset((void *)page_addr(i), 0, PAGE_SIZE);
-				P(i)->flags &= (uint8_t)~PF_NEEDZERO;
-			}
+		for (size_t i = idx; i < idx + n;) {
+			if (!(P(i)->flags & PF_NEEDZERO)) { i++; continue; }
+			size_t j = i;
+			while (j < idx + n && (P(j)->flags & PF_NEEDZERO)) P(j++)->flags &= (uint8_t)~PF_NEEDZERO;
+			zero_dirty(page_addr(i), (j - i) << PAGE_SHIFT);
+			i = j;
 		}
 	}
 	range_notify_collisions();

@@ -1,7 +1,9 @@
 /* t-calloc.c - calloc returns zeroed memory even when it reuses blocks that were dirtied and
- * freed, for small, medium (64 KiB-1 MiB) and large (8-64 MiB) sizes. Run under LD_PRELOAD. */
+ * freed, for small, medium (64 KiB-1 MiB) and large (8-64 MiB) sizes, and a big block freed with
+ * few of its pages touched is zeroed without making the rest resident. Run under LD_PRELOAD. */
 #include "testutil.h"
 
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +53,46 @@ static void rounds(const char *what, const size_t *sizes, size_t count, int nrou
 	free(blk);
 }
 
+static long rss_kb(void)
+{
+	long size = 0, res = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+	CHECK(f != NULL, "cannot open /proc/self/statm");
+	CHECK(fscanf(f, "%ld %ld", &size, &res) == 2, "cannot read /proc/self/statm");
+	fclose(f);
+	return res * 4;
+}
+
+/* Touch every stride-th 4 KiB page of a block (dense pages first: the first dense bytes), free
+ * it, calloc the same size: zero everywhere, and what calloc made resident is at most what was
+ * touched (a memset of it all would add all of it). */
+static void sparse(size_t n, size_t dense, size_t stride)
+{
+	unsigned char *p = malloc(n);
+	size_t i, touched = dense;
+	long before, grew;
+
+	CHECK(p != NULL, "sparse: malloc(%zu) returned NULL", n);
+	free(p);
+	malloc_trim(0);        /* what the rounds before left resident goes back */
+	p = malloc(n);
+	CHECK(p != NULL, "sparse: malloc(%zu) returned NULL", n);
+	memset(p, 0xAA, dense);
+	for (i = dense; i < n; i += stride * 4096, touched += 4096)
+		p[i] = 0xAA;
+	p[n - 1] = 0xAA;
+	free(p);
+	before = rss_kb();
+	p = calloc(1, n);
+	CHECK(p != NULL, "sparse: calloc(%zu) returned NULL", n);
+	grew = rss_kb() - before;
+	CHECK(grew <= (long)(touched / 1024) + 1024,
+	      "sparse: calloc(%zu) after a block with %zu KiB touched made %ld KiB resident", n,
+	      touched / 1024, grew);
+	check_zero(p, n, "sparse");
+	free(p);
+}
+
 int main(void)
 {
 	enum { NSMALL = 3000, NMED = 24 };
@@ -69,6 +111,10 @@ int main(void)
 	rounds("small", small, NSMALL, 20);
 	rounds("medium", med, NMED, 10);
 	rounds("large", large, sizeof large / sizeof large[0], 3);
+	sparse(64u << 20, 0, 16);
+	sparse((64u << 20) + 12345, 16u << 20, 3);
+	sparse((3u << 20) + 777, 1u << 20, 1);
+	sparse((20u << 20), 0, 1);
 
 	/* Interleaved: dirty one size class, free half, calloc a mix so neighbours get reused too. */
 	for (rep = 0; rep < 200; rep++) {
