@@ -90,7 +90,7 @@ int region_fixed_take(size_t a, size_t b)
 		range_none_forget(i, stop);
 		for (size_t k = i; k < stop; k++) {
 			if (P(k)->flags & PF_DIRTY) { R.committed--; os_decommit(page_addr(k), PAGE_SIZE); }
-			P(k)->flags &= (uint8_t)~(PF_DIRTY | PF_RUNDIRTY | PF_NONE);
+			P(k)->flags &= (uint8_t)~(PF_DIRTY | PF_RUNDIRTY);   /* PF_NONE: range_none_forget */
 			P(k)->kind = PK_MMAP_FIXED;
 			P(k)->npages = 0;
 		}

@@ -24,6 +24,8 @@ static struct {
 	size_t notified;            /* collisions passed to the callback */
 	char *meta_cur, *meta_end;  /* metadata bump area */
 	size_t none_islands;        /* runs of PF_NONE pages side by side: kernel mappings of their own */
+	size_t none_pages;          /* pages marked PF_NONE (none_mark alone sets and clears the flag):
+	                               while 0, range_open has nothing to look for */
 	int resv_nr;                /* our reservation shows VM_NORESERVE (not under overcommit mode 2):
 	                               1 or 0; -1 not looked at yet (resv_noreserve) */
 	uint64_t as_limit;          /* RLIMIT_AS at start, bytes; 0 none */
@@ -600,8 +602,10 @@ static void none_mark(size_t a, size_t b, bool set)
 {
 	bool left = a > 0 && is_none(a - 1), right = is_none(b);
 	for (size_t i = a; i < b; i++) {
+		bool was = P(i)->flags & PF_NONE;
 		if (set) P(i)->flags |= PF_NONE;
 		else P(i)->flags &= (uint8_t)~PF_NONE;
+		R.none_pages = R.none_pages + set - was;
 	}
 	if (set) R.none_islands = R.none_islands + 1 - left - right;
 	else if (left && right) R.none_islands++;
@@ -643,6 +647,7 @@ void range_none_forget(size_t a, size_t b)
 /* Pages [a, b) are about to be handed out: make the PROT_NONE ones usable again. */
 void range_open(size_t a, size_t b)
 {
+	if (!R.none_pages) return;      /* the common case: no served mapping was unmapped */
 	for (size_t i = a; i < b;) {
 		if (!is_none(i)) { i++; continue; }
 		size_t j = i;

@@ -342,8 +342,11 @@ refit:
 	 * still caught, and large blocks keep free pages after them to grow into. */
 	size_t take = kind == PK_SMALL ? idx + len - n : idx;
 	if (extra) take = (align_up(page_addr(idx), align) - G.base) >> PAGE_SHIFT;   /* idx <= take <= idx + extra */
+	/* the pages that will count as newly committed: looked at before taking them only under a
+	 * limit (one pass over their descriptors less for a big block, under the lock) */
 	size_t clean = 0;
-	for (size_t i = take; i < take + n; i++) clean += !(P(i)->flags & PF_DIRTY);
+	if (R.limit)
+		for (size_t i = take; i < take + n; i++) clean += !(P(i)->flags & PF_DIRTY);
 	if (R.limit && R.committed + clean > R.limit && (flags & (RUN_SPARE | RUN_CHUNK))) goto fail;
 	if (R.limit && R.committed + clean > R.limit && !purged) {
 		/* every free page is clean after this: fit again */
@@ -356,9 +359,11 @@ refit:
 	size_t run0 = idx;
 	idx = take;
 	h = P(idx);
+	clean = 0;
 	for (size_t i = idx; i < idx + n; i++) {
 		page_t *pg = P(i);
 		uint8_t f = pg->flags & (uint8_t)~(PF_RUNDIRTY | PF_NEEDZERO);
+		clean += !(f & PF_DIRTY);
 		if (kind != PK_SMALL || (i != idx && !(flags & RUN_CHUNK))) f &= (uint8_t)~PF_WASHEAD;
 		if ((flags & RUN_ZERO) && (f & PF_DIRTY)) f |= PF_NEEDZERO;
 		if (flags & RUN_CHUNK) f |= PF_HUGE;
