@@ -278,7 +278,7 @@ page_t *region_alloc_run(bool big, int flags)
 /* Clear [a, a + len), pages of a freed block the purger has not given back yet, for a block that
  * must read as zero (calloc). A big freed block is often sparse, a zeroed table the program
  * touched in places: a memset would make every page of it resident (a 64 MiB calloc after the
- * free of one with a page in use took 4 ms and 64 MiB). So past ZERO_ASK bytes the kernel says
+ * free of one that was only read took 4 ms and 64 MiB). So past ZERO_ASK bytes the kernel says
  * which OS pages are resident: a window mostly not is given back whole (it reads as zero on its
  * next touch), else its resident pages are cleared and the rest given back. A page the kernel
  * swapped out counts as not resident and is dropped, not read back: the same zeros. */
