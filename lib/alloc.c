@@ -188,8 +188,13 @@ static void *large_alloc(size_t n, size_t align, int zero)
 	 * has not written yet keeps a lost block reachable (small blocks: leak_note_new) */
 	page_t *h = region_alloc_aligned(np, align, PK_LARGE, zero || G.slow_only ? RUN_ZERO : 0);
 	if (!h) return fallback_or_enomem(n, align, zero, e);
-	h->asked = n;
+	/* The block's address in a register before its size is set: a leak check that stops this
+	 * thread in between must find a pointer to a block whose size says it is made (with only
+	 * the descriptor in hand there, CI once reported a block of safety/leaks.sh's largeswap as
+	 * leaked). The empty asm keeps the compiler from deriving p from h after the store. */
 	void *p = (void *)page_addr(page_idx(h));
+	__asm__ volatile("" : "+r"(p) : : "memory");
+	h->asked = n;
 	if (G.slow_only) leak_note_alloc(p, n);
 	return p;
 }
