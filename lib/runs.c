@@ -424,21 +424,15 @@ refit:
 	 * it through a stale pointer: SIGSEGV in safety/leaks.sh, about 1 run in 80 under load. */
 	__atomic_store_n(&h->kind, kind, __ATOMIC_RELEASE);
 	range_unlock();
-	if ((flags & RUN_ZERO) && kind == PK_MMAP) {
-		/* a fresh mapping reads as zero without the pages being touched */
+	if (flags & RUN_ZERO) {
+		/* a fresh mapping reads as zero without the pages being touched; a block's resident
+		 * pages are cleared in place (zero_dirty) */
 		for (size_t i = idx; i < idx + n;) {
 			if (!(P(i)->flags & PF_NEEDZERO)) { i++; continue; }
 			size_t j = i;
 			while (j < idx + n && (P(j)->flags & PF_NEEDZERO)) P(j++)->flags &= (uint8_t)~PF_NEEDZERO;
-			os_decommit(page_addr(i), (j - i) << PAGE_SHIFT);
-			i = j;
-		}
-	} else if (flags & RUN_ZERO) {
-		for (size_t i = idx; i < idx + n;) {
-			if (!(P(i)->flags & PF_NEEDZERO)) { i++; continue; }
-			size_t j = i;
-			while (j < idx + n && (P(j)->flags & PF_NEEDZERO)) P(j++)->flags &= (uint8_t)~PF_NEEDZERO;
-			zero_dirty(page_addr(i), (j - i) << PAGE_SHIFT);
+			if (kind == PK_MMAP) os_decommit(page_addr(i), (j - i) << PAGE_SHIFT);
+			else zero_dirty(page_addr(i), (j - i) << PAGE_SHIFT);
 			i = j;
 		}
 	}
