@@ -390,7 +390,7 @@ static void realloc_counted(bool made, bool freed)
 	h->n_rfreed += freed;
 }
 
-void *alloc_realloc(void *p, size_t n)
+static NOINLINE void *realloc_general(void *p, size_t n)
 {
 	if (!p) {
 		void *q = alloc_malloc(n);
@@ -453,6 +453,36 @@ move:;
 	alloc_free(p);
 	if (heap_tls != &heap_none) { heap_tls->n_rmade++; heap_tls->n_rfreed++; }
 	return q;
+}
+
+/* realloc's common case after realloc(NULL, n) (alloc_realloc_inline), with no more work than
+ * the malloc and free it stands for: a block that starts a small run's head page, kept when the
+ * size still fits it (and is more than half of it) or moved to a block the malloc fast path
+ * hands out. Everything else, and every call while leaks are checked (G.slow_only: the fast
+ * malloc then serves nothing), is realloc_general's. */
+void *alloc_realloc(void *p, size_t n)
+{
+	if (likely(p != NULL && n != 0 && range_has(p))) {
+		page_t *pg = page_of(p);
+		uint64_t bit = block_index(pg, (uintptr_t)p & (PAGE_SIZE - 1));
+		/* only a small run's head page has a non-zero capacity */
+		if (likely(bit < pg->capacity) && likely(live_unfreed(pg, bit))) {
+			size_t old = pg->block_size;
+			if (n <= old && n > old / 2) {
+				if (unlikely(G.slow_only)) return realloc_general(p, n);
+				realloc_counted(false, false);
+				return p;
+			}
+			void *q = heap_malloc_fast(n);
+			if (likely(q != NULL)) {
+				memcpy(q, p, old < n ? old : n);
+				heap_free_checked(pg, p, bit, "free");
+				realloc_counted(true, true);
+				return q;
+			}
+		}
+	}
+	return realloc_general(p, n);
 }
 
 void *alloc_reallocarray(void *p, size_t n, size_t m)

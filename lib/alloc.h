@@ -48,6 +48,23 @@ static inline void *alloc_new_inline(size_t n, void *(*on_fail)(size_t))
 	return alloc_new_slow(n, on_fail);
 }
 
+/* realloc(NULL, n) served as malloc's fast path serves malloc(n): Lua's and other interpreters'
+ * allocators make every block that way. A block from the fast path means a heap of the thread's
+ * own (heap_none's pages are all empty), whose counts say a realloc made it. */
+static inline void *alloc_realloc_inline(void *p, size_t n)
+{
+	if (p == NULL) {
+		void *q = heap_malloc_fast(n);
+		if (likely(q != NULL)) {
+			heap_t *h = heap_tls;
+			h->n_realloc++;
+			h->n_rmade++;
+			return q;
+		}
+	}
+	return alloc_realloc(p, n);
+}
+
 static inline void alloc_free_inline(void *p)
 {
 	if (unlikely(!range_has(p))) { alloc_free_outside(p); return; }

@@ -90,7 +90,7 @@ int main(void)
 	CHECK(mi.arena >= mi.uordblks, "mallinfo2 arena %zu < uordblks %zu", mi.arena, mi.uordblks);
 	CHECK(mi.hblkhd >= 3 * (256 << 10), "mallinfo2 hblkhd %zu does not count the mmaps", mi.hblkhd);
 
-	/* realloc calls count as realloc calls only: from NULL, moving, to size 0; an mremap that
+	/* realloc calls count as realloc calls only: from NULL, kept, moving, to size 0; an mremap that
 	 * moves is no mmap call (all counted as malloc, free and mmap calls before) */
 	contig_stats_t s0, s1;
 	/* The purger thread (started by the first freed pages) may make a block of its own at any
@@ -103,6 +103,9 @@ int main(void)
 	CHECK(get(&s0) == 0, "contig_get_stats failed");
 	void *volatile null = NULL;                             /* (the compiler folds realloc(NULL, n)) */
 	void *q = realloc(null, 100);                           /* made from NULL */
+	void *kept = q;
+	q = realloc(q, 90);                                     /* kept: still fits the block */
+	CHECK(q == kept, "realloc from 100 to 90 bytes moved the block");
 	q = realloc(q, 5000);                                   /* moved: another class */
 	q = realloc(q, 2 * MIB);                                /* moved: a large block */
 	CHECK(q != NULL, "realloc failed");
@@ -114,10 +117,10 @@ int main(void)
 	void *moved = mremap(mm, 64 << 10, 1 << 20, MREMAP_MAYMOVE);
 	CHECK(moved != MAP_FAILED, "mremap failed");
 	CHECK(get(&s1) == 0, "contig_get_stats failed");
-	printf("t-stats: 4 reallocs and a moving mremap: calls malloc +%llu free +%llu realloc +%llu mmap +%llu\n",
+	printf("t-stats: 5 reallocs and a moving mremap: calls malloc +%llu free +%llu realloc +%llu mmap +%llu\n",
 	       (unsigned long long)(s1.calls_malloc - s0.calls_malloc), (unsigned long long)(s1.calls_free - s0.calls_free),
 	       (unsigned long long)(s1.calls_realloc - s0.calls_realloc), (unsigned long long)(s1.calls_mmap - s0.calls_mmap));
-	CHECK(s1.calls_realloc - s0.calls_realloc == 4, "4 realloc calls counted as %llu",
+	CHECK(s1.calls_realloc - s0.calls_realloc == 5, "5 realloc calls counted as %llu",
 	      (unsigned long long)(s1.calls_realloc - s0.calls_realloc));
 	CHECK(s1.calls_malloc - s0.calls_malloc <= slack && s1.calls_free == s0.calls_free,
 	      "realloc calls counted as malloc (+%llu) or free (+%llu) calls", (unsigned long long)(s1.calls_malloc - s0.calls_malloc),
