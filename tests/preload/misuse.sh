@@ -78,7 +78,7 @@ for c in double-free-small double-free-medium double-free-large double-free-larg
          interior-small interior-large interior-misaligned never-handed-out; do
 	expect_abort $c free
 done
-for c in realloc-freed realloc-freed-large realloc-remote-freed; do
+for c in realloc-freed realloc-freed-inplace realloc-interior realloc-freed-large realloc-remote-freed; do
 	expect_abort $c realloc
 done
 for c in double-free-mmap double-free-remote double-free-remote-then-owner double-free-remote-chained \

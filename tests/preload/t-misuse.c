@@ -353,6 +353,17 @@ int main(int argc, char **argv)
 		announce(q);
 		q = realloc_p(q, 512);
 		printf("realloc returned %p\n", (void *)q);
+	} else if (strcmp(c, "realloc-freed-inplace") == 0) {
+		q = alloc(100);
+		free_p(q);
+		announce(q);
+		q = realloc_p(q, 90);         /* it would stay in place: the block still fits */
+		printf("realloc returned %p\n", (void *)q);
+	} else if (strcmp(c, "realloc-interior") == 0) {
+		q = alloc(200);
+		announce(q + 16);
+		q = realloc_p(q + 16, 300);
+		printf("realloc returned %p\n", (void *)q);
 	} else if (strcmp(c, "realloc-freed-large") == 0) {
 		q = alloc((size_t)4 << 20);
 		free_p(q);
