@@ -22,7 +22,7 @@ PUBLIC int posix_memalign(void **out, size_t a, size_t n) { return alloc_posix_m
 PUBLIC void *aligned_alloc(size_t a, size_t n) { return alloc_aligned_alloc(a, n); }
 PUBLIC void *valloc(size_t n) { return alloc_valloc(n); }
 PUBLIC void *pvalloc(size_t n) { return alloc_pvalloc(n); }
-PUBLIC size_t malloc_usable_size(void *p) { return alloc_usable_size(p); }
+PUBLIC size_t malloc_usable_size(void *p) { return alloc_usable_size_inline(p); }
 PUBLIC void free_sized(void *p, size_t n);
 PUBLIC void free_sized(void *p, size_t n) { alloc_free_sized(p, n); }
 PUBLIC void free_aligned_sized(void *p, size_t a, size_t n);

@@ -1,10 +1,12 @@
 /* t-realloc.c - realloc keeps the data when it grows or shrinks a block across every size range
- * (16 B to 64 MiB, in place or moved), realloc(NULL, n) is malloc, realloc(p, 0) is safe.
- * Run under LD_PRELOAD. */
+ * (16 B to 64 MiB, in place or moved), realloc(NULL, n) is malloc, realloc(p, 0) is safe, and
+ * malloc_usable_size says the block's size for a live block and 0 for a freed one (by this
+ * thread or another), a pointer inside a block and NULL. Run under LD_PRELOAD. */
 #include "testutil.h"
 
 #include <errno.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,6 +105,42 @@ static void random_churn(void)
 	}
 }
 
+static void *free_it(void *p)
+{
+	free(p);
+	return NULL;
+}
+
+/* malloc_usable_size on small blocks (its fast path), a medium and a large one. Nothing is
+ * allocated between a free and the look at the freed block, so it cannot be handed out again. */
+static void usable_sizes(void)
+{
+	static const size_t sizes[] = { 1, 16, 40, 100, 1000, 5000, 16384, 40000, 300000 };
+	size_t i, u;
+
+	CHECK(malloc_usable_size(NULL) == 0, "malloc_usable_size(NULL) = %zu", malloc_usable_size(NULL));
+	for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+		size_t n = sizes[i];
+		unsigned char *p = malloc(n), *keep = malloc(n);
+		pthread_t t;
+
+		CHECK(p != NULL && keep != NULL, "malloc(%zu) failed", n);
+		u = malloc_usable_size(p);
+		CHECK(u >= n && u <= n + n / 4 + 4096, "malloc_usable_size of a %zu-byte block: %zu", n, u);
+		memset(p, 7, u);
+		CHECK(malloc_usable_size(p + 16) == 0, "malloc_usable_size inside a %zu-byte block: %zu", n,
+		      malloc_usable_size(p + 16));
+		free(p);
+		CHECK(malloc_usable_size(p) == 0, "malloc_usable_size of a freed %zu-byte block: %zu", n,
+		      malloc_usable_size(p));
+		/* freed by another thread, not taken back yet by this one (it mallocs nothing) */
+		CHECK(pthread_create(&t, NULL, free_it, keep) == 0, "pthread_create failed");
+		pthread_join(t, NULL);
+		CHECK(malloc_usable_size(keep) == 0, "malloc_usable_size of a %zu-byte block another thread "
+		      "freed: %zu", n, malloc_usable_size(keep));
+	}
+}
+
 int main(void)
 {
 	void *p, *q;
@@ -112,6 +150,7 @@ int main(void)
 	ladder(0, 1);
 	ladder(1, 2);
 	random_churn();
+	usable_sizes();
 
 	/* realloc(NULL, n) is malloc(n). */
 	p = realloc(NULL, 100);
