@@ -499,20 +499,26 @@ void *alloc_memalign(size_t align, size_t n)
 	/* glibc: EINVAL only past 2^63 (no power of two is); 2^63 itself cannot be served */
 	if (align > ((size_t)1 << 63)) { errno = EINVAL; return NULL; }
 	if (align > ((size_t)1 << 62)) { errno = ENOMEM; return NULL; }
-	int e = errno;
 	if (!is_pow2(align)) align = (size_t)1 << (64 - __builtin_clzl(align));
-	contig_ensure_init();
 	if (n <= SMALL_MAX && align <= PAGE_SIZE) {
 		/* Blocks sit at multiples of their size from a 64 KiB boundary: a class whose size is
-		 * a multiple of align gives aligned blocks. */
+		 * a multiple of align gives aligned blocks. The first such class's list is popped as
+		 * malloc's fast path pops it (heap_none's and, while leaks are checked, every heap's
+		 * lists are empty: the slow path then serves). */
 		for (unsigned c = size_class(n > align ? n : align); c < NCLASS; c++) {
-			if (class_size[c] % align == 0) {
+			if ((class_size[c] & (align - 1)) == 0) {
+				page_hot_t *hot = heap_tls->fast[c];
+				block_t *b = hot->free;
+				if (likely(b != NULL)) return hot_take(hot, b);
+				int e = errno;
+				contig_ensure_init();
 				void *p = heap_alloc_class(c);
 				if (G.slow_only && p) { heap_set_asked(page_of(p), p, n); leak_note_new(p, n); }
 				return p ? p : fallback_or_enomem(n, align, 0, e);
 			}
 		}
 	}
+	contig_ensure_init();
 	return large_alloc(n, align, 0);
 }
 
