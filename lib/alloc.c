@@ -464,7 +464,7 @@ void *alloc_realloc(void *p, size_t n)
 {
 	if (likely(p != NULL && n != 0 && range_has(p))) {
 		page_t *pg = page_of(p);
-		uint64_t bit = block_index(pg, (uintptr_t)p & (PAGE_SIZE - 1));
+		uint64_t bit = block_index(pg, (uintptr_t)p - pg->start);
 		/* only a small run's head page has a non-zero capacity */
 		if (likely(bit < pg->capacity) && likely(live_unfreed(pg, bit))) {
 			size_t old = pg->block_size;
@@ -501,12 +501,15 @@ void *alloc_memalign(size_t align, size_t n)
 	if (align > ((size_t)1 << 62)) { errno = ENOMEM; return NULL; }
 	if (!is_pow2(align)) align = (size_t)1 << (64 - __builtin_clzl(align));
 	if (n <= SMALL_MAX && align <= PAGE_SIZE) {
-		/* Blocks sit at multiples of their size from a 64 KiB boundary: a class whose size is
-		 * a multiple of align gives aligned blocks. The first such class's list is popped as
-		 * malloc's fast path pops it (heap_none's and, while leaks are checked, every heap's
-		 * lists are empty: the slow path then serves). */
-		for (unsigned c = size_class(n > align ? n : align); c < NCLASS; c++) {
+		/* Blocks sit at multiples of their size from their run's start, a 64 KiB boundary
+		 * plus a colour that is a multiple of 64 (classes.h): a class whose size is a multiple
+		 * of align gives aligned blocks, from its aligned twin (never coloured) when align is
+		 * more than 64. The first such class's list is popped as malloc's fast path pops it
+		 * (heap_none's and, while leaks are checked, every heap's lists are empty: the slow
+		 * path then serves). */
+		for (unsigned c = size_class(n > align ? n : align); c < NCLASS_MALLOC; c++) {
 			if ((class_size[c] & (align - 1)) == 0) {
+				if (align > 64 && class_coloured(c)) c = class_twin[c];
 				page_hot_t *hot = heap_tls->fast[c];
 				block_t *b = hot->free;
 				if (likely(b != NULL)) return hot_take(hot, b);

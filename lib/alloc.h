@@ -75,7 +75,7 @@ static inline size_t alloc_usable_size_inline(const void *p)
 {
 	if (likely(range_has(p))) {
 		page_t *pg = page_of(p);
-		uint64_t bit = block_index(pg, (uintptr_t)p & (PAGE_SIZE - 1));
+		uint64_t bit = block_index(pg, (uintptr_t)p - pg->start);
 		if (likely(bit < pg->capacity) && likely(live_test(pg, bit)) && likely(!G.slow_only)) {
 			uintptr_t ow = __atomic_load_n(&pg->owner, __ATOMIC_RELAXED);
 			if (likely(!(ow & PAGE_REMOTE)) || !freed_test(pg, bit))

@@ -174,6 +174,9 @@ static void collect_remote(page_t *pg)
 static void extend(page_t *pg)
 {
 	uint32_t total = class_blocks[pg->cls];
+	/* a coloured run holds one block less when its colour is more than the room left over */
+	if (pg->start + (uintptr_t)total * pg->block_size > page_addr(page_idx(pg)) + run_bytes(pg))
+		total--;
 	if (pg->capacity >= total) return;
 	uint32_t k = OS_PAGE / pg->block_size;
 	if (k < EXTEND_MIN) {
@@ -463,6 +466,18 @@ static page_t *spare_take(heap_t *h, unsigned cls)
 	return pg;
 }
 
+/* Where in pg's page the first block of a run of cls starts (classes.h): 0, or for a coloured
+ * class one of the size / 64 multiples of 64 bytes below the block size, picked by a hash of the
+ * page's index (deterministic, as every address is: SPEC's Determinism) so that runs next to
+ * each other, and runs at the same place in different 2 MiB chunks, differ. A run whose block 0
+ * may be a large block's stale pointer (PF_WASHEAD) keeps 0: its block 0 is never carved. */
+static uintptr_t run_colour(const page_t *pg, unsigned cls)
+{
+	if (!class_coloured(cls) || (pg->flags & PF_WASHEAD)) return 0;
+	uint32_t h = (uint32_t)page_idx(pg) * 0x9e3779b1u;
+	return (uintptr_t)((h >> 16) % (class_size[cls] / 64)) * 64;
+}
+
 /* pg becomes an empty run of cls, owned by h, nothing carved yet. */
 static void page_init(heap_t *h, page_t *pg, unsigned cls)
 {
@@ -471,7 +486,7 @@ static void page_init(heap_t *h, page_t *pg, unsigned cls)
 	page_set_heap(pg, h);
 	pg->block_size = bs;
 	pg->cls = (uint8_t)cls;
-	pg->start = page_addr(page_idx(pg));
+	pg->start = page_addr(page_idx(pg)) + run_colour(pg, cls);
 	pg->capacity = pg->flags & PF_WASHEAD ? 1 : 0;   /* block 0 never carved (PF_WASHEAD) */
 	if (pg->flags & PF_WASHEAD)     /* tagged free: another thread's second free of the large
 	                                   block that was here is caught at the call */

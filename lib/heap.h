@@ -154,7 +154,7 @@ static inline void *heap_malloc_fast(size_t n)
 	return NULL;
 }
 
-/* The head page of a small run: a pointer into it has its offset in the run in its low bits. */
+/* The head page of a small run: its blocks start at pg->start, its colour past the page's start. */
 static inline bool is_small_head(const page_t *pg) { return pg->kind == PK_SMALL; }
 
 HIDDEN void heap_free_local_slow(page_t *pg);
@@ -246,12 +246,14 @@ static inline void heap_free_block(page_t *pg, void *p, const char *func)
 }
 
 /* free(p) for p in the page pg describes, when p starts a carved block of a small run that
- * starts at that page (the offset is the low bits of p): false, and nothing done, otherwise.
+ * starts at that page (its offset from the run's first block, start, is a multiple of the block
+ * size): false, and nothing done, otherwise. A pointer below start (in the run's colour) has an
+ * offset that wraps round, and so an index no capacity reaches.
  * Only a small run's head has a non-zero capacity, so this one test also turns away every
  * other kind of page. */
 static inline bool heap_free_block1(page_t *pg, void *p)
 {
-	uint64_t bit = block_index(pg, (uintptr_t)p & (PAGE_SIZE - 1));
+	uint64_t bit = block_index(pg, (uintptr_t)p - pg->start);
 	if (unlikely(bit >= pg->capacity)) return false;
 	heap_free_checked(pg, p, bit, "free");
 	return true;

@@ -58,8 +58,10 @@ typedef struct pmap {
 	uint32_t head;                      /* page index of the run's head */
 	uint16_t nblk;                      /* blocks that may be live (the carved ones); 0: nothing tracked */
 	uint8_t cls;                        /* size class of a small run; 0 for a large block */
+	uint8_t colour;                     /* where block 0 starts past the head page, in 64-byte units */
 } pmap_t;
 
+_Static_assert(ONEPAGE_MAX / 64 <= 256, "a run's colour fits pmap_t.colour");
 #define MAGIC_SHIFT 40
 static pmap_t *pmap;
 static size_t pmap_cap;                 /* pages pmap (and marks) have room for */
@@ -94,13 +96,14 @@ static void build_map(void)
 	for (size_t i = 0; i < n; i++) {
 		const page_t *pg = &G.pages[i];
 		size_t np = 0;
-		pmap_t e = { 0, 0, 0, 0 };
+		pmap_t e = { 0, 0, 0, 0, 0 };
 		if (pg->kind == PK_SMALL && atomic_load_explicit(&d[i].small, memory_order_relaxed)) {
 			np = class_pages[pg->cls];
-			e = (pmap_t){ next, (uint32_t)i, pg->capacity, pg->cls };
+			e = (pmap_t){ next, (uint32_t)i, pg->capacity, pg->cls,
+			              (uint8_t)((pg->start - page_addr(i)) >> 6) };
 		} else if (pg->kind == PK_LARGE) {
 			np = pg->npages;
-			e = (pmap_t){ next, (uint32_t)i, 1, 0 };
+			e = (pmap_t){ next, (uint32_t)i, 1, 0, 0 };
 		}
 		if (!np) {
 			pmap[i] = e;
@@ -120,8 +123,10 @@ static inline void bit_put(uint64_t *m, uint64_t k) { m[k >> 6] |= 1ull << (k & 
 static inline int64_t map_block(uintptr_t v, const pmap_t **ep)
 {
 	const pmap_t *e = &pmap[(v - G.base) >> PAGE_SHIFT];
-	uint64_t k = ((uint64_t)(v - page_addr(e->head)) * cls_magic[e->cls]) >> MAGIC_SHIFT;
+	uint64_t off = (uint64_t)(v - page_addr(e->head)), c = (uint64_t)e->colour << 6;
 	*ep = e;
+	if (off < c) return -1;                /* in the run's colour, before block 0 */
+	uint64_t k = ((off - c) * cls_magic[e->cls]) >> MAGIC_SHIFT;
 	return k < e->nblk ? (int64_t)k : -1;
 }
 

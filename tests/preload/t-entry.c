@@ -329,6 +329,46 @@ static void test_sized_frees(void)
 }
 
 /* A crash inside the library says which call caused it. */
+/* Runs of one class from 128 bytes to 2 KiB start their first block at different colours (a
+ * multiple of 64 bytes past the run's 64 KiB page), so that blocks of one index in different runs
+ * fall in different cache sets; requests aligned to more than 64 bytes still get aligned blocks
+ * of those sizes (from the class's aligned twin), mixed with plain mallocs of the same size. */
+static void test_colours(void)
+{
+	enum { N = 2048 };
+	static const size_t sizes[] = { 128, 1000, 1024, 2048, 4096 };
+	static void *plain[N], *al[N];
+	size_t s, i;
+
+	for (s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+		size_t n = sizes[s], align = 128;
+		unsigned long offsets = 0;
+		while (align * 2 <= n) align *= 2;
+		for (i = 0; i < N; i++) {
+			plain[i] = malloc(n);
+			CHECK(plain[i] != NULL && posix_memalign(&al[i], align, n) == 0, "malloc(%zu) failed", n);
+			CHECK(((uintptr_t)al[i] & (align - 1)) == 0, "posix_memalign(%zu, %zu) = %p, misaligned",
+			      align, n, al[i]);
+			CHECK(((uintptr_t)plain[i] & 15) == 0, "malloc(%zu) = %p, misaligned", n, plain[i]);
+			memset(plain[i], 0x5a, n);
+			memset(al[i], 0xa5, n);
+			/* the offsets, past a multiple of the block size, at which this size's blocks sit
+			 * in their 64 KiB pages: one bit per multiple of 64 bytes */
+			offsets |= 1ul << ((((uintptr_t)plain[i] & 0xffff) % n) / 64 % 64);
+		}
+		/* classes from 128 bytes to 2 KiB are coloured (4096's runs hold 16 blocks, and
+		 * a colour would cost one of them) */
+		CHECK(__builtin_popcountl(offsets) >= (n > 2048 ? 1 : n >= 256 ? 4 : 2),
+		      "malloc(%zu): %d colours in %d blocks", n, __builtin_popcountl(offsets), N);
+		for (i = 0; i < N; i++) {
+			CHECK(((unsigned char *)plain[i])[n - 1] == 0x5a && ((unsigned char *)al[i])[0] == 0xa5,
+			      "block of %zu bytes overwritten", n);
+			free(plain[i]);
+			free(al[i]);
+		}
+	}
+}
+
 static void on_signal(int sig)
 {
 	static const char pre[] = "t-entry: killed during ";
@@ -366,6 +406,7 @@ int main(void)
 	test_aligned();
 	test_many_live();
 	test_sized_frees();
+	test_colours();
 	printf("t-entry: %lu blocks checked\n", n_checked);
 	return 0;
 }

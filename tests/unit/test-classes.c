@@ -10,7 +10,7 @@ START_TEST(smallest_class_that_fits)
 {
 	for (size_t n = 0; n <= SMALL_MAX; n++) {
 		unsigned c = size_class(n);
-		if (c < 1 || c >= NCLASS || class_size[c] < n || (c > 1 && class_size[c - 1] >= n))
+		if (c < 1 || c >= NCLASS_MALLOC || class_size[c] < n || (c > 1 && class_size[c - 1] >= n))
 			ck_abort_msg("size %zu: class %u is not the smallest that holds it", n, c);
 	}
 }
@@ -38,19 +38,45 @@ START_TEST(header_classes)
 				             (size_t)class_size[size_class(n)], p + p / 8);
 	ck_assert_uint_eq(class_size[CLASS_16K], ONEPAGE_MAX);
 	ck_assert_uint_eq(class_size[size_class(ONEPAGE_MAX + 1)], 20480);
-	ck_assert_uint_eq(class_size[NCLASS - 1], SMALL_MAX);
+	ck_assert_uint_eq(class_size[NCLASS_MALLOC - 1], SMALL_MAX);
 }
 END_TEST
 
 START_TEST(classes_aligned_and_runs_hold_blocks)
 {
-	for (unsigned c = 1; c < NCLASS; c++) {
+	for (unsigned c = 1; c < NCLASS_MALLOC; c++) {
 		ck_assert_uint_eq(class_size[c] % 16, 0);
 		ck_assert_uint_gt(class_size[c], class_size[c - 1]);
 		size_t run = (size_t)class_pages[c] << PAGE_SHIFT;
 		ck_assert_uint_ge(run / class_size[c], 4);
 		ck_assert_uint_le((run % class_size[c]) * 8, run);          /* at most 12.5% left over */
 	}
+}
+END_TEST
+
+/* Every coloured class whose size is a multiple of 128 (the ones an alignment of more than 64
+ * picks: memalign) has an aligned twin: the same size, pages and blocks, never coloured; every
+ * class past the malloc classes is the twin of exactly one. */
+START_TEST(aligned_twins)
+{
+	unsigned seen[NCLASS] = { 0 };
+	for (unsigned c = 1; c < NCLASS_MALLOC; c++) {
+		unsigned t = class_twin[c];
+		if (!class_coloured(c) || class_size[c] % 128 != 0) {
+			ck_assert_uint_eq(t, 0);
+			continue;
+		}
+		ck_assert_uint_ge(t, NCLASS_MALLOC);
+		ck_assert_uint_lt(t, NCLASS);
+		ck_assert(!class_coloured(t));
+		ck_assert_uint_eq(class_size[t], class_size[c]);
+		ck_assert_uint_eq(class_pages[t], class_pages[c]);
+		ck_assert_uint_eq(class_blocks[t], class_blocks[c]);
+		seen[t]++;
+	}
+	for (unsigned t = NCLASS_MALLOC; t < NCLASS; t++) ck_assert_uint_eq(seen[t], 1);
+	for (size_t n = 0; n <= SMALL_MAX; n++)
+		if (size_class(n) >= NCLASS_MALLOC) ck_abort_msg("size %zu has class %u, a twin", n, size_class(n));
 }
 END_TEST
 
@@ -62,6 +88,7 @@ Suite *classes_suite(void)
 	tcase_add_test(t, waste_bounded);
 	tcase_add_test(t, header_classes);
 	tcase_add_test(t, classes_aligned_and_runs_hold_blocks);
+	tcase_add_test(t, aligned_twins);
 	suite_add_tcase(s, t);
 	return s;
 }
