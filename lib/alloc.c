@@ -510,12 +510,11 @@ void *alloc_memalign(size_t align, size_t n)
 		for (unsigned c = size_class(n > align ? n : align); c < NCLASS_MALLOC; c++) {
 			if ((class_size[c] & (align - 1)) == 0) {
 				if (align > 64 && class_coloured(c)) c = class_twin[c];
-				page_hot_t *hot = heap_tls->fast[c];
-				block_t *b = hot->free;
-				if (likely(b != NULL)) return hot_take(hot, b);
+				void *p = hot_pop(heap_tls->fast[c]);
+				if (likely(p != NULL)) return p;
 				int e = errno;
 				contig_ensure_init();
-				void *p = heap_alloc_class(c);
+				p = heap_alloc_class(c);
 				if (G.slow_only && p) { heap_set_asked(page_of(p), p, n); leak_note_new(p, n); }
 				return p ? p : fallback_or_enomem(n, align, 0, e);
 			}

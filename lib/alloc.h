@@ -66,21 +66,16 @@ static inline void *alloc_realloc_inline(void *p, size_t n)
 }
 
 /* malloc_usable_size(p) for p that starts a block of a small run's head page (only those have a
- * non-zero capacity): its size if it is live and no other thread has freed it. The freed bitmap,
- * in a line other threads write, is read only for a run they have freed into (PAGE_REMOTE, set
- * before their first freed bit goes in). Servers that count their memory (Redis) ask for every
- * block they make and free. The rest, and every call while leaks are checked, is
- * alloc_usable_size's. */
+ * non-zero capacity): its size if it is live and no other thread has freed it (live_unfreed).
+ * Servers that count their memory (Redis) ask for every block they make and free. The rest, and
+ * every call while leaks are checked, is alloc_usable_size's. */
 static inline size_t alloc_usable_size_inline(const void *p)
 {
 	if (likely(range_has(p))) {
 		page_t *pg = page_of(p);
 		uint64_t bit = block_index(pg, (uintptr_t)p - pg->start);
-		if (likely(bit < pg->capacity) && likely(live_test(pg, bit)) && likely(!G.slow_only)) {
-			uintptr_t ow = __atomic_load_n(&pg->owner, __ATOMIC_RELAXED);
-			if (likely(!(ow & PAGE_REMOTE)) || !freed_test(pg, bit))
-				return pg->block_size;
-		}
+		if (likely(bit < pg->capacity) && likely(!G.slow_only) && likely(live_unfreed(pg, bit)))
+			return pg->block_size;
 	}
 	return alloc_usable_size(p);
 }

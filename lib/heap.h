@@ -100,11 +100,14 @@ static inline bool freed_test(const page_t *pg, uint64_t bit)
 	return (atomic_load_explicit(&page_freed(pg)[bit >> 6], memory_order_acquire) >> (bit & 63)) & 1;
 }
 
-/* Whether the block is live and no other thread has freed it: for the slow paths that look at
- * a block (realloc, malloc_usable_size, free_sized). */
+/* Whether the block is live and no other thread has freed it: for the paths that look at a
+ * block (realloc, malloc_usable_size, free_sized). The freed bitmap, in a line other threads
+ * write, is read only for a run they have freed into: PAGE_REMOTE is set before the first freed
+ * bit goes in and stays until the run is given back. */
 static inline bool live_unfreed(const page_t *pg, uint64_t bit)
 {
-	return live_test(pg, bit) && !freed_test(pg, bit);
+	if (!live_test(pg, bit)) return false;
+	return !(__atomic_load_n(&pg->owner, __ATOMIC_RELAXED) & PAGE_REMOTE) || !freed_test(pg, bit);
 }
 
 /* fatal_corrupt("malloc", b), reached by a jump: not being noreturn keeps the stack frame it
@@ -134,6 +137,15 @@ static inline void *hot_take(page_hot_t *hot, block_t *b)
 	return b;
 }
 
+/* Pop the head of hot's free list, or NULL when it is empty: the malloc fast path's pop. */
+static inline void *hot_pop(page_hot_t *hot)
+{
+	block_t *b = hot->free;
+	if (likely(b != NULL))
+		return hot_take(hot, b);
+	return NULL;
+}
+
 /* Pop b, the head of pg's free list, in any small run. */
 static inline void *page_pop(page_t *pg, block_t *b)
 {
@@ -148,10 +160,7 @@ static inline void *heap_malloc_fast(size_t n)
 	if (likely(n <= DIRECT_MAX)) hot = h->direct[(n + 15) >> 4];
 	else if (n <= ONEPAGE_MAX) hot = h->fast[size_class(n)];
 	else return NULL;
-	block_t *b = hot->free;
-	if (likely(b != NULL))
-		return hot_take(hot, b);
-	return NULL;
+	return hot_pop(hot);
 }
 
 /* The head page of a small run: its blocks start at pg->start, its colour past the page's start. */
