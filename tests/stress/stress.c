@@ -340,6 +340,10 @@ static void *limit_worker(void *arg)
 			}
 			continue;
 		}
+		/* held from the moment it is handed out: counted only after its pattern was written
+		 * (up to 4 MiB), the blocks other threads were marking went uncounted when this thread
+		 * met ENOMEM, and a run read less than the library held */
+		atomic_fetch_add(&held, n);
 		check_addr(p, n, is_mmap ? "mmap" : "malloc");
 		mark(p, n);
 		if (nb == MAXB) {
@@ -348,7 +352,6 @@ static void *limit_worker(void *arg)
 			b[i] = b[--nb];
 		}
 		b[nb++] = (struct held_block){ p, n, is_mmap };
-		atomic_fetch_add(&held, n);
 	}
 	for (int i = 0; i < nb; i++) release(b[i].p, b[i].n, b[i].is_mmap);
 	free(b);
