@@ -186,7 +186,10 @@ static void *large_alloc(size_t n, size_t align, int zero)
 	size_t np = (align_up(n ? n : 1, PAGE_SIZE)) >> PAGE_SHIFT;    /* size 0 still gets a page */
 	/* while leaks are checked every block starts zeroed: no stale pointer in what the caller
 	 * has not written yet keeps a lost block reachable (small blocks: leak_note_new) */
-	page_t *h = region_alloc_aligned(np, align, PK_LARGE, zero || G.slow_only ? RUN_ZERO : 0);
+	int flags = zero || G.slow_only ? RUN_ZERO : 0;
+	bool tried = heap_limit_try();
+	page_t *h = region_alloc_aligned(np, align, PK_LARGE, flags);
+	if (heap_limit_again(tried, h != NULL)) h = region_alloc_aligned(np, align, PK_LARGE, flags);
 	if (!h) return fallback_or_enomem(n, align, zero, e);
 	/* The block's address in a register before its size is set: a leak check that stops this
 	 * thread in between must find a pointer to a block whose size says it is made (with only

@@ -5,3 +5,4 @@
 contig_global_t G;
 __thread int locks_held __attribute__((tls_model("initial-exec")));
 __thread int limit_refused __attribute__((tls_model("initial-exec")));
+__thread int limit_retry __attribute__((tls_model("initial-exec")));

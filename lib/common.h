@@ -230,6 +230,11 @@ extern HIDDEN __thread int locks_held __attribute__((tls_model("initial-exec")))
  * request fails with ENOMEM even under CONTIG_FALLBACK=system, or the fallback would take the
  * memory the limit is there to keep (a cgroup's OOM kill). */
 extern HIDDEN __thread int limit_refused __attribute__((tls_model("initial-exec")));
+/* Set around a first try that the caller will make again after giving back what its thread
+ * heap and the abandoned heaps hold (SPEC: what can be returned is, before a request fails at
+ * the limit): a refusal then sets limit_refused but is not counted or logged; the second try's
+ * is. */
+extern HIDDEN __thread int limit_retry __attribute__((tls_model("initial-exec")));
 
 static inline bool range_has(const void *p) { return (uintptr_t)p - G.base < G.size; }
 static inline size_t page_index(const void *p) { return ((uintptr_t)p - G.base) >> PAGE_SHIFT; }

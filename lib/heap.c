@@ -535,6 +535,16 @@ static void spares_fill(heap_t *h, unsigned cls)
 	errno = e;
 }
 
+/* A run for cls that is no spare: one page from the huge chunks or the page runs, more from the
+ * page runs. */
+static page_t *run_new(heap_t *h, unsigned cls)
+{
+	page_t *pg;
+	if (class_pages[cls] == 1) return run_take(h, 0);
+	if ((pg = region_alloc(class_pages[cls], PK_SMALL, 0)) != NULL) h->nruns++;
+	return pg;
+}
+
 static page_t *new_page(heap_t *h, unsigned cls)
 {
 	page_t *pg = class_pages[cls] == 1 && h->nspare ? spare_take(h, cls) : NULL;
@@ -545,8 +555,9 @@ static page_t *new_page(heap_t *h, unsigned cls)
 		CONTIG_ASSERT(page_hot(pg)->used == 0 && page_heap(pg) == h && page_remote(pg)->page == pg);
 	} else {
 		if (!pg) {
-			if (class_pages[cls] == 1) pg = run_take(h, 0);
-			else if ((pg = region_alloc(class_pages[cls], PK_SMALL, 0)) != NULL) h->nruns++;
+			bool tried = h == heap_tls && heap_limit_try();
+			pg = run_new(h, cls);
+			if (heap_limit_again(tried, pg != NULL)) pg = run_new(h, cls);
 			if (!pg) return NULL;
 			spares_fill(h, cls);
 		}
@@ -763,13 +774,14 @@ static NOINLINE void drain_abandoned(heap_t *h, page_t *pg)
 	region_purger_kick();
 }
 
-/* Every heap's pages: take remote frees back (used before reports at exit). Only the calling
- * thread's heap and abandoned heaps are touched; live threads keep theirs. */
-void heap_collect_all(void)
+/* Take remote frees back into the calling thread's heap and every abandoned heap, and give back
+ * their empty runs (the calling heap's first run of each class kept when keep_first: malloc
+ * serves from it) and the calling heap's spares. Live threads keep theirs. */
+static void collect_all(bool keep_first)
 {
 	heap_t *me = heap_tls;
 	if (me != &heap_none) {
-		tidy_heap(me, true);
+		tidy_heap(me, keep_first);
 		spares_flush(me);
 	}
 	pthread_mutex_lock(&heaps_lock);
@@ -784,6 +796,30 @@ void heap_collect_all(void)
 	locks_held--;
 	pthread_mutex_unlock(&heaps_lock);
 	region_purger_kick();
+}
+
+/* Every heap's pages that this thread may touch (malloc_trim, contig_purge, reports at exit). */
+void heap_collect_all(void) { collect_all(true); }
+
+/* SPEC: what can be returned is, before a request fails at the limit. The runs a thread heap
+ * keeps empty (its spares, and the first run of each class, which malloc serves from) and the
+ * abandoned heaps' empty runs count as committed; only their owner, or whoever holds an
+ * abandoned heap's lock, may give them back. So a request from a thread that holds no library
+ * lock is tried first without counting a refusal (limit_retry), and when the limit refused it,
+ * those runs go back and it is tried once more; that one counts. */
+bool heap_limit_try(void)
+{
+	if (locks_held) return false;
+	limit_retry = 1;
+	return true;
+}
+
+bool heap_limit_again(bool tried, bool served)
+{
+	limit_retry = 0;
+	if (served || !tried || !limit_refused) return false;
+	collect_all(false);
+	return true;
 }
 
 void heap_count_calls(uint64_t *f, uint64_t *r, uint64_t *rm, uint64_t *rf)

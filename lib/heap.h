@@ -47,6 +47,8 @@ HIDDEN void heap_fork_prepare(void);
 HIDDEN void heap_fork_parent(void);
 HIDDEN void heap_fork_child(void);
 HIDDEN void heap_collect_all(void);
+HIDDEN bool heap_limit_try(void);                        /* before a request the limit may refuse */
+HIDDEN bool heap_limit_again(bool tried, bool served);  /* after it: true to try once more */
 HIDDEN void heap_count_calls(uint64_t *f, uint64_t *r, uint64_t *rm, uint64_t *rf);
                                                    /* small-block frees, reallocs, blocks they made, freed */
 HIDDEN void heap_init_key(void);

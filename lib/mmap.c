@@ -385,7 +385,12 @@ void *mm_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 	if ((prot & PROT_WRITE) && !(flags & MAP_NORESERVE) && maps_beyond_memory(len))
 		return fail(ENOMEM);
 	size_t np = align_up(len, PAGE_SIZE) >> PAGE_SHIFT;
-	page_t *h = len <= G.size ? region_alloc(np, PK_MMAP, RUN_ZERO) : NULL;
+	page_t *h = NULL;
+	if (len <= G.size) {
+		bool tried = heap_limit_try();
+		h = region_alloc(np, PK_MMAP, RUN_ZERO);
+		if (heap_limit_again(tried, h != NULL)) h = region_alloc(np, PK_MMAP, RUN_ZERO);
+	}
 	if (!h) {
 		if (G.cfg.fallback_system && !limit_refused) {
 			void *p = outside_mmap(NULL, len, prot, flags, fd, off);

@@ -99,13 +99,15 @@ void purge_due_locked(void)
 }
 
 /* Taking n more clean pages would pass the limit: purge everything free first. True when the
- * n pages fit then (every free page is clean now); false, counted and logged, when not. */
+ * n pages fit then (every free page is clean now); false, counted and logged, when not (unless
+ * the caller will try again: limit_retry). */
 bool limit_make_room_locked(size_t n)
 {
 	huge_stash_release_locked();
 	purge_locked(true);
 	if (R.committed + n <= R.limit) return true;
 	limit_refused = 1;
+	if (limit_retry) return false;
 	R.limit_hits++;
 	if (G.cfg.verbose) log_line("CONTIG_LIMIT reached: allocation refused with ENOMEM");
 	return false;

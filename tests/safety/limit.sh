@@ -2,7 +2,8 @@
 # limit.sh - SPEC CONTIG_LIMIT=<size>: with 64M, malloc/calloc/realloc/mmap past the limit give
 # NULL (MAP_FAILED) with ENOMEM near 64 MiB, the process keeps running, freeing makes room again
 # and the statistics count limit hits (t-limit; also the JSON); C++ new throws std::bad_alloc
-# (t-limit-cxx). Bad values (-5, 12Q) print SPEC's one line and the program runs on, unlimited.
+# (t-limit-cxx); the runs a thread heap keeps empty go back before a request fails (giveback).
+# Bad values (-5, 12Q) print SPEC's one line and the program runs on, unlimited.
 . "${TESTS_SRCDIR:-$(dirname "$0")/..}/safety/common.sh"
 
 t=$(prog t-limit)
@@ -22,6 +23,10 @@ expect_rc "CONTIG_LIMIT=64M CONTIG_FALLBACK=system t-limit" 0 && cat "$TMPD/out"
 # aligned blocks: only the pages taken count, not the room searched for an aligned place
 run CONTIG_LIMIT=64M "$t" aligned
 expect_rc "CONTIG_LIMIT=64M t-limit aligned" 0 && cat "$TMPD/out"
+
+# the empty runs a thread heap keeps go back before a request fails, and the retry is not a hit
+run CONTIG_LIMIT=4M CONTIG_PURGE_MS=60000 "$t" giveback
+expect_rc "CONTIG_LIMIT=4M t-limit giveback" 0 && cat "$TMPD/out"
 
 # realloc growth in place returns freed pages before it gives up
 run CONTIG_LIMIT=100M CONTIG_PURGE_MS=60000 "$t" grow

@@ -9,7 +9,12 @@
  * in place: it fits once the freed pages are given back, which must happen before the request
  * fails (SPEC), and no limit hit is counted for it. "t-limit aligned" (CONTIG_LIMIT=64M): blocks
  * with alignments of 16 to 64 MiB that fit under the limit are served (the padding a search for
- * an aligned place needs used to be counted as committed: aligned_alloc(64M, 16M) failed). */
+ * an aligned place needs used to be counted as committed: aligned_alloc(64M, 16M) failed).
+ * "t-limit giveback" (CONTIG_LIMIT=4M CONTIG_PURGE_MS=60000): one block in each of eight
+ * one-page classes, all freed, leaves eight empty runs that the thread's heap keeps (the first
+ * run of each class, which malloc serves from); a large block that fits only once four of them
+ * go back must be served, with no limit hit counted (SPEC: what can be returned is, before a
+ * request fails at the limit), and a request past the limit still fails, counted once. */
 #include <errno.h>
 #include <malloc.h>
 #include <stdint.h>
@@ -62,6 +67,41 @@ static int aligned(void)
 	return 0;
 }
 
+static int giveback(void)
+{
+	static const size_t sz[] = { 700, 1500, 2500, 3500, 5000, 7000, 9000, 12000 };
+	enum { K = sizeof sz / sizeof sz[0] };
+	void *p[K];
+	for (int i = 0; i < K; i++) {
+		p[i] = malloc(sz[i]);
+		CHECK(p[i] != NULL, "malloc(%zu) under a 4 MiB limit failed", sz[i]);
+		memset(p[i], i + 1, sz[i]);
+	}
+	for (int i = 0; i < K; i++) free(p[i]);
+	contig_stats_t st;
+	TU_STATS(&st);
+	size_t held = st.committed, lim = st.limit, run = 64 << 10;
+	CHECK(lim > held + 4 * run, "limit %zu, committed %zu: no room for the test", lim, held);
+	size_t n = lim - held + 4 * run;            /* fits only when four runs go back */
+	errno = 0;
+	char *q = malloc(n);
+	CHECK(q != NULL, "malloc(%zu) with %zu committed, eight empty runs kept, under a %zu limit: errno %d",
+	      n, held, lim, errno);
+	memset(q, 1, n);
+	TU_STATS(&st);
+	CHECK(st.limit_hits == 0, "a request served after the heap gave back counted %zu limit hit(s)", st.limit_hits);
+	CHECK(st.committed <= lim, "committed %zu past the limit %zu", st.committed, lim);
+	free(q);
+	errno = 0;
+	q = malloc(lim + run);
+	CHECK(q == NULL && errno == ENOMEM, "malloc(%zu) past a %zu limit: %p, errno %d", lim + run, lim, (void *)q, errno);
+	TU_STATS(&st);
+	CHECK(st.limit_hits == 1, "one refused request counted %zu limit hits", st.limit_hits);
+	printf("t-limit giveback: %zu bytes served with %zu committed of %zu (empty runs given back), "
+	       "one refusal counted once\n", n, held, lim);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static char *blk[MAXB];
@@ -71,6 +111,7 @@ int main(int argc, char **argv)
 	tu_init();
 	if (argc > 1 && strcmp(argv[1], "grow") == 0) return grow();
 	if (argc > 1 && strcmp(argv[1], "aligned") == 0) return aligned();
+	if (argc > 1 && strcmp(argv[1], "giveback") == 0) return giveback();
 	for (; n < MAXB; n++) {
 		errno = 0;
 		blk[n] = malloc(MIB);
