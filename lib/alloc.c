@@ -306,7 +306,7 @@ static size_t live_size(void *p, page_t **headp, const char *func)
 	page_t *h = run_head(page_of(p));
 	*headp = h;
 	if (h->kind == PK_SMALL) {
-		uint64_t bit = block_index(h, (uintptr_t)p - page_start(h));
+		uint64_t bit = block_index(h, p);
 		if (bit >= h->capacity || !live_unfreed(h, bit)) fatal_pointer(func, p);
 		return h->block_size;
 	}
@@ -366,7 +366,7 @@ size_t alloc_usable_size(const void *p)
 	page_t *h = run_head(page_of(p));
 	if (h->kind == PK_SMALL) {
 		/* a block start (aligned, carved) that is live: a freed block has no usable bytes */
-		uint64_t bit = block_index(h, (uintptr_t)p - page_start(h));
+		uint64_t bit = block_index(h, p);
 		if (bit >= h->capacity || !live_unfreed(h, bit)) return 0;
 		/* while leaks are checked, the scan reads from now on all the bytes the program was
 		 * told it may use */
@@ -467,7 +467,7 @@ void *alloc_realloc(void *p, size_t n)
 {
 	if (likely(p != NULL && n != 0 && range_has(p))) {
 		page_t *pg = page_of(p);
-		uint64_t bit = block_index(pg, (uintptr_t)p - pg->start);
+		uint64_t bit = block_index(pg, p);
 		/* only a small run's head page has a non-zero capacity */
 		if (likely(bit < pg->capacity) && likely(live_unfreed(pg, bit))) {
 			size_t old = pg->block_size;

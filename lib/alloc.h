@@ -73,7 +73,7 @@ static inline size_t alloc_usable_size_inline(const void *p)
 {
 	if (likely(range_has(p))) {
 		page_t *pg = page_of(p);
-		uint64_t bit = block_index(pg, (uintptr_t)p - pg->start);
+		uint64_t bit = block_index(pg, p);
 		if (likely(bit < pg->capacity) && likely(!G.slow_only) && likely(live_unfreed(pg, bit)))
 			return pg->block_size;
 	}

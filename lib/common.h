@@ -242,8 +242,8 @@ static inline page_t *page_of(const void *p) { return &G.pages[page_index(p)]; }
 static inline uintptr_t page_addr(size_t idx) { return G.base + (idx << PAGE_SHIFT); }
 static inline size_t page_idx(const page_t *pg) { return (size_t)(pg - G.pages); }
 
-/* Index of the block at byte off of pg's run (and so its live bit) when off is a block start,
- * else a number far above any capacity: multiplying by the inverse of block_size's odd factor
+/* Index of the block at off bytes past a run's first block when off is a block start, else a
+ * number far above any capacity: multiplying by the inverse of block_size's odd factor
  * divides multiples of it exactly (and sends the rest high), and the rotate brings any remainder
  * of the power-of-two factor to the top bits. One test, index < capacity, so checks alignment
  * and range at once. */
@@ -252,11 +252,17 @@ static inline uint64_t index_of(uintptr_t off, uint64_t inv, unsigned rot)
 	uint64_t x = (uint64_t)off * inv;
 	return (x >> rot) | (x << ((64 - rot) & 63));
 }
-static inline uint64_t block_index(const page_t *pg, uintptr_t off) { return index_of(off, pg->inv, pg->rot); }
-/* The same from the run's page_hot_t copies (the malloc side). */
-static inline uint64_t hot_block_index(const page_hot_t *hot, uintptr_t off)
+/* The index (and so the live bit) of the block at p in the small run whose head is pg, when p
+ * starts a block; else a number no capacity reaches, also for p before the run's first block (in
+ * its colour: the offset wraps round). */
+static inline uint64_t block_index(const page_t *pg, const void *p)
 {
-	return index_of(off, hot->inv, hot->rot);
+	return index_of((uintptr_t)p - pg->start, pg->inv, pg->rot);
+}
+/* The same from the run's page_hot_t copies (the malloc side). */
+static inline uint64_t hot_block_index(const page_hot_t *hot, const void *p)
+{
+	return index_of((uintptr_t)p - hot->start, hot->inv, hot->rot);
 }
 
 #endif

@@ -444,14 +444,14 @@ void heap_set_asked(page_t *pg, const void *p, size_t n)
 {
 	if (pg->kind == PK_CONT) pg -= pg->head_off;
 	uint16_t *t = asked_table(pg, false);
-	if (t) t[block_index(pg, (uintptr_t)p - page_start(pg))] = (uint16_t)(pg->block_size - n);
+	if (t) t[block_index(pg, p)] = (uint16_t)(pg->block_size - n);
 }
 
 size_t heap_asked(const page_t *pg, const void *p)
 {
 	uint16_t *t = asked_table((page_t *)pg, false);
 	if (!t) return pg->block_size;
-	return pg->block_size - t[block_index(pg, (uintptr_t)p - page_start(pg))];
+	return pg->block_size - t[block_index(pg, p)];
 }
 
 /* ---- slow paths ---- */

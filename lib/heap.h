@@ -125,7 +125,7 @@ HIDDEN void *heap_corrupt(const void *b) __attribute__((returns_nonnull));
  * out again, and the collect of that free, which checks the tag, catches the double free. */
 static inline void *hot_take(page_hot_t *hot, block_t *b)
 {
-	uint64_t bit = hot_block_index(hot, (uintptr_t)b - hot->start);
+	uint64_t bit = hot_block_index(hot, b);
 	if (unlikely(bit >= hot->capacity))
 		return heap_corrupt(b);
 	uint64_t *w = &hot_live(hot)[bit >> 6];
@@ -250,7 +250,7 @@ static inline void heap_free_checked(page_t *pg, void *p, uint64_t bit, const ch
  * is no carved block start (inside a block, past the carved ones) has no index below capacity. */
 static inline void heap_free_block(page_t *pg, void *p, const char *func)
 {
-	uint64_t bit = block_index(pg, (uintptr_t)p - pg->start);
+	uint64_t bit = block_index(pg, p);
 	if (unlikely(bit >= pg->capacity))
 		fatal_pointer(func, p);
 	heap_free_checked(pg, p, bit, func);
@@ -264,7 +264,7 @@ static inline void heap_free_block(page_t *pg, void *p, const char *func)
  * other kind of page. */
 static inline bool heap_free_block1(page_t *pg, void *p)
 {
-	uint64_t bit = block_index(pg, (uintptr_t)p - pg->start);
+	uint64_t bit = block_index(pg, p);
 	if (unlikely(bit >= pg->capacity)) return false;
 	heap_free_checked(pg, p, bit, "free");
 	return true;

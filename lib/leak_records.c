@@ -42,7 +42,7 @@ static uint32_t *record_of(leak_dir_t *d, page_t *h, const void *p, bool create)
 		if (!mine) return NULL;
 		if (atomic_compare_exchange_strong(&d[hi].small, &t, mine)) t = mine;
 	}
-	return &t->stack[block_index(h, (uintptr_t)p - h->start)];
+	return &t->stack[block_index(h, p)];
 }
 
 /* Record the caller's stack for p; in_place (a block realloc kept, was its asked bytes until now):
