@@ -70,6 +70,8 @@ enum page_kind {
                                still be caught, not free someone else's block) */
 #define PF_HUGE     0x40    /* in a 2 MiB chunk advised MADV_HUGEPAGE for a heap's small runs, until
                                part of it is purged or served to a mapping (huge.c) */
+#define PF_RESV     0x80    /* a served PROT_NONE reservation's page (CONTIG_MMAP=all) that nothing
+                               has made accessible yet: address space, not committed (mmap_pages.c) */
 
 typedef struct block {
 	struct block *next;

@@ -115,6 +115,22 @@ static bool servable(size_t len, int prot, int flags)
 	return true;
 }
 
+/* The caller makes [a, a + len) accessible: pages of it that a served reservation held as
+ * address space only count as committed from now on. 0, or ENOMEM (a limit hit) when the limit
+ * has no room for them once what can be given back is. Only CONTIG_MMAP=all serves
+ * reservations. */
+static int commit_served(uintptr_t a, size_t len)
+{
+	if (G.cfg.mmap != MMAP_ALL) return 0;
+	uintptr_t lo = a < G.base ? G.base : a, hi = a + len > G.base + G.size ? G.base + G.size : a + len;
+	if (lo >= hi) return 0;
+	size_t pa = (lo - G.base) >> PAGE_SHIFT, pb = (align_up(hi, PAGE_SIZE) - G.base) >> PAGE_SHIFT;
+	bool tried = heap_limit_try();
+	int r = region_mmap_commit(pa, pb);
+	if (heap_limit_again(tried, r == 0)) r = region_mmap_commit(pa, pb);
+	return r ? ENOMEM : 0;
+}
+
 /* Classification of pages [a, b): the worst one, by what may be done over it. */
 typedef struct span { int heap, free, mine, fixed, foreign; } span_t;
 
@@ -237,6 +253,7 @@ typedef struct place {
 	int prot, flags, fd, shmid;
 	off_t off;
 } place_t;
+static void *place_mmap(const place_t *pl);
 
 /* A mapping the caller places at [a, a + len), which overlaps the range: refused over live
  * heap blocks (errno busy for a no-replace request, else refused), and, when noreplace, over
@@ -256,6 +273,10 @@ static void *fixed_place(const char *call, const char *what, uintptr_t a, size_t
 	}
 	if (noreplace && (s.fixed || s.foreign || (s.mine && served_mapped_any(pa, pb, a, a + len))))
 		return fail(busy);
+	/* over the caller's own served pages, a mapping of anything but PROT_NONE commits those of
+	 * a reservation (as mprotect does); PROT_NONE over whole pages gives them back (below) */
+	bool anon_none = pl->fn == place_mmap && pl->prot == PROT_NONE;
+	if (s.mine && !anon_none && commit_served(a, len) != 0) return fail(ENOMEM);
 	if (s.free && region_fixed_take(pa, pb) != 0) return fail(noreplace ? busy : refused);
 	void *p = pl->fn(pl);
 	if (p == MAP_FAILED) {
@@ -273,6 +294,13 @@ static void *fixed_place(const char *call, const char *what, uintptr_t a, size_t
 		 * grows it in place, or frees it, must go through the kernel (prot_changed) */
 		for (size_t k = i; k < pb && k < page_idx(h) + h->npages; k++) G.pages[k].flags |= PF_PROT;
 		i = page_idx(h) + h->npages;
+	}
+	if (s.mine && anon_none && G.cfg.mmap == MMAP_ALL) {
+		/* a runtime uncommitting part of its reservation: the kernel dropped what the pages
+		 * held, and each whole 64 KiB page of it is address space only again */
+		uintptr_t lo = align_up(a > G.base ? a : G.base, PAGE_SIZE);
+		uintptr_t hi = align_down(a + len < G.base + G.size ? a + len : G.base + G.size, PAGE_SIZE);
+		if (lo < hi) region_mmap_uncommit(pidx(lo), pidx(hi));
 	}
 	if (s.free) {
 		/* honoured, and recorded: the pages are the caller's until unmapped */
@@ -387,9 +415,12 @@ void *mm_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 	size_t np = align_up(len, PAGE_SIZE) >> PAGE_SHIFT;
 	page_t *h = NULL;
 	if (len <= G.size) {
+		/* a PROT_NONE reservation (CONTIG_MMAP=all) is address space: committed, within the
+		 * limit, only as the caller makes its pages accessible (commit_served) */
+		int rf = RUN_ZERO | (prot == PROT_NONE ? RUN_RESERVE : 0);
 		bool tried = heap_limit_try();
-		h = region_alloc(np, PK_MMAP, RUN_ZERO);
-		if (heap_limit_again(tried, h != NULL)) h = region_alloc(np, PK_MMAP, RUN_ZERO);
+		h = region_alloc(np, PK_MMAP, rf);
+		if (heap_limit_again(tried, h != NULL)) h = region_alloc(np, PK_MMAP, rf);
 	}
 	if (!h) {
 		if (G.cfg.fallback_system && !limit_refused) {
@@ -606,6 +637,7 @@ int mm_mprotect(void *addr, size_t len, int prot)
 	if (a & (OS_PAGE - 1)) { errno = EINVAL; return -1; }     /* the kernel's first check */
 	if (overlaps_range(a, len) && len) {
 		int e = check_own("mprotect", a, len, true, true);
+		if (!e && prot != PROT_NONE) e = commit_served(a, len);
 		if (e) { errno = e; return -1; }
 	}
 	return kernel_ret(os_mprotect(addr, len, prot));
@@ -618,6 +650,7 @@ int mm_pkey_mprotect(void *addr, size_t len, int prot, int pkey)
 	if (a & (OS_PAGE - 1)) { errno = EINVAL; return -1; }
 	if (overlaps_range(a, len) && len) {
 		int e = check_own("pkey_mprotect", a, len, true, true);
+		if (!e && prot != PROT_NONE) e = commit_served(a, len);
 		if (e) { errno = e; return -1; }
 	}
 	return kernel_ret((int)os_syscall6(SYS_pkey_mprotect, (long)addr, (long)len, prot, pkey, 0, 0));

@@ -55,7 +55,7 @@ void region_mmap_release(page_t *h, size_t a, size_t b)
 	}
 	for (size_t i = a; i < b; i++) {
 		if (P(i)->flags & PF_DIRTY) R.committed--;
-		P(i)->flags &= (uint8_t)~(PF_DIRTY | PF_PROT);
+		P(i)->flags &= (uint8_t)~(PF_DIRTY | PF_PROT | PF_RESV);
 	}
 	R.mmap_bytes -= (b - a) << PAGE_SHIFT;
 	P(a)->kind = PK_FREE;
@@ -90,7 +90,7 @@ int region_fixed_take(size_t a, size_t b)
 		range_none_forget(i, stop);
 		for (size_t k = i; k < stop; k++) {
 			if (P(k)->flags & PF_DIRTY) { R.committed--; os_decommit(page_addr(k), PAGE_SIZE); }
-			P(k)->flags &= (uint8_t)~(PF_DIRTY | PF_RUNDIRTY);   /* PF_NONE: range_none_forget */
+			P(k)->flags &= (uint8_t)~(PF_DIRTY | PF_RUNDIRTY | PF_RESV);   /* PF_NONE: range_none_forget */
 			P(k)->kind = PK_MMAP_FIXED;
 			P(k)->npages = 0;
 		}
@@ -109,9 +109,46 @@ void region_fixed_give_back(size_t i)
 	range_restore(i, i + 1);
 	if (i < range_frontier()) {
 		P(i)->kind = PK_FREE;
-		P(i)->flags &= (uint8_t)~(PF_DIRTY | PF_PROT);
+		P(i)->flags &= (uint8_t)~(PF_DIRTY | PF_PROT | PF_RESV);
 		run_insert_free(i, 1, CLEAN_STAMP, true);      /* recycled, nothing dirty: as above */
 	} else
 		P(i)->kind = PK_UNUSED;
+	range_unlock();
+}
+
+/* Pages [a, b) of served mappings are being made accessible (mprotect, or a fixed mapping of the
+ * caller's over them): those of a reservation that were address space only (PF_RESV) count as
+ * committed from now on, as the kernel charges a private mapping when it becomes writable. 0, or
+ * -1 (limit_refused set) when the limit leaves no room for them even after purging. */
+int region_mmap_commit(size_t a, size_t b)
+{
+	size_t n = 0;
+	limit_refused = 0;
+	range_lock();
+	for (size_t i = a; i < b; i++) n += (P(i)->flags & PF_RESV) != 0;
+	if (n && R.limit && R.committed + n > R.limit && !limit_make_room_locked(n)) {
+		range_unlock();
+		return -1;
+	}
+	for (size_t i = a; i < b; i++)
+		if (P(i)->flags & PF_RESV) P(i)->flags = (uint8_t)((P(i)->flags & ~PF_RESV) | PF_DIRTY);
+	R.committed += n;
+	if (R.committed > R.committed_peak) R.committed_peak = R.committed;
+	range_unlock();
+	return 0;
+}
+
+/* A fixed PROT_NONE mapping of the caller's now covers each whole page of [a, b) of its served
+ * mappings (a runtime giving back what it committed of a reservation): the kernel dropped what
+ * those pages held, and they are address space only again. */
+void region_mmap_uncommit(size_t a, size_t b)
+{
+	page_t *h;
+	range_lock();
+	for (size_t i = a; i < b; i++) {
+		if (classify_locked(i, &h) != PC_MMAP || !(P(i)->flags & PF_DIRTY)) continue;
+		P(i)->flags = (uint8_t)((P(i)->flags & ~PF_DIRTY) | PF_RESV);
+		R.committed--;
+	}
 	range_unlock();
 }

@@ -15,6 +15,8 @@ enum {
 	RUN_CHUNK = 4,             /* PK_SMALL, HUGE_PAGES pages aligned to HUGE_SIZE, made into that
 	                              many one-page runs marked PF_HUGE (huge.c); like RUN_SPARE for
 	                              the limit, but the range may grow for it */
+	RUN_RESERVE = 8,           /* PK_MMAP with RUN_ZERO, for a PROT_NONE reservation: its pages
+	                              are marked PF_RESV, not committed, and the limit does not apply */
 };
 HIDDEN int region_init(void);      /* the range, then the limit */
 HIDDEN page_t *region_alloc(size_t npages, uint8_t kind, int flags);
@@ -51,5 +53,7 @@ HIDDEN int region_classify(size_t i, page_t **head);
 HIDDEN void region_mmap_release(page_t *h, size_t a, size_t b);
 HIDDEN int region_fixed_take(size_t a, size_t b);
 HIDDEN void region_fixed_give_back(size_t i);
+HIDDEN int region_mmap_commit(size_t a, size_t b);      /* reserved pages made accessible: 0, or -1 at the limit */
+HIDDEN void region_mmap_uncommit(size_t a, size_t b);   /* whole pages made PROT_NONE again by a fixed mapping */
 
 #endif

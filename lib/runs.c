@@ -345,7 +345,7 @@ refit:
 	/* the pages that will count as newly committed: looked at before taking them only under a
 	 * limit (one pass over their descriptors less for a big block, under the lock) */
 	size_t clean = 0;
-	if (R.limit)
+	if (R.limit && !(flags & RUN_RESERVE))
 		for (size_t i = take; i < take + n; i++) clean += !(P(i)->flags & PF_DIRTY);
 	if (R.limit && R.committed + clean > R.limit && (flags & (RUN_SPARE | RUN_CHUNK))) goto fail;
 	if (R.limit && R.committed + clean > R.limit && !purged) {
@@ -360,14 +360,20 @@ refit:
 	idx = take;
 	h = P(idx);
 	clean = 0;
+	size_t undirtied = 0;
 	for (size_t i = idx; i < idx + n; i++) {
 		page_t *pg = P(i);
-		uint8_t f = pg->flags & (uint8_t)~(PF_RUNDIRTY | PF_NEEDZERO);
+		uint8_t f = pg->flags & (uint8_t)~(PF_RUNDIRTY | PF_NEEDZERO | PF_RESV);
 		clean += !(f & PF_DIRTY);
 		if (kind != PK_SMALL || (i != idx && !(flags & RUN_CHUNK))) f &= (uint8_t)~PF_WASHEAD;
 		if ((flags & RUN_ZERO) && (f & PF_DIRTY)) f |= PF_NEEDZERO;
 		if (flags & RUN_CHUNK) f |= PF_HUGE;
-		pg->flags = f | PF_DIRTY;
+		if (flags & RUN_RESERVE) {
+			/* a dirty page is decommitted below (RUN_ZERO): committed no more */
+			undirtied += (f & PF_DIRTY) != 0;
+			pg->flags = (uint8_t)((f & ~PF_DIRTY) | PF_RESV);
+		} else
+			pg->flags = f | PF_DIRTY;
 		pg->kind = PK_CONT;             /* the head's kind is set last, once its fields are */
 		pg->head_off = (uint32_t)(i - idx);
 	}
@@ -380,7 +386,8 @@ refit:
 		P(idx + n)->kind = PK_FREE;
 		run_insert_free(idx + n, tail, dirty ? stamp : CLEAN_STAMP, dirty);
 	}
-	R.committed += clean;
+	if (flags & RUN_RESERVE) R.committed -= undirtied;
+	else R.committed += clean;
 	if (R.committed > R.committed_peak) R.committed_peak = R.committed;
 	range_open(idx, idx + n);
 	if (flags & RUN_CHUNK) {
@@ -560,7 +567,7 @@ int region_resize(page_t *h, size_t newn)
 		for (size_t i = at; i < end; i++) {
 			P(i)->kind = PK_CONT;
 			P(i)->head_off = (uint32_t)(i - idx);
-			P(i)->flags = (uint8_t)((P(i)->flags & ~(PF_RUNDIRTY | PF_NEEDZERO)) | PF_DIRTY);
+			P(i)->flags = (uint8_t)((P(i)->flags & ~(PF_RUNDIRTY | PF_NEEDZERO | PF_RESV)) | PF_DIRTY);
 		}
 		if (rest) {
 			/* the rest stays free; its head is rewritten, the pages before it are ours now */

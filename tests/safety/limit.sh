@@ -28,6 +28,11 @@ expect_rc "CONTIG_LIMIT=64M t-limit aligned" 0 && cat "$TMPD/out"
 run CONTIG_LIMIT=4M CONTIG_PURGE_MS=60000 "$t" giveback
 expect_rc "CONTIG_LIMIT=4M t-limit giveback" 0 && cat "$TMPD/out"
 
+# a PROT_NONE reservation served under CONTIG_MMAP=all is address space, committed only as the
+# program makes its pages accessible
+run CONTIG_MMAP=all CONTIG_LIMIT=16M CONTIG_PURGE_MS=0 "$t" reserve
+expect_rc "CONTIG_MMAP=all CONTIG_LIMIT=16M t-limit reserve" 0 && cat "$TMPD/out"
+
 # realloc growth in place returns freed pages before it gives up
 run CONTIG_LIMIT=100M CONTIG_PURGE_MS=60000 "$t" grow
 expect_rc "CONTIG_LIMIT=100M t-limit grow" 0 && cat "$TMPD/out"

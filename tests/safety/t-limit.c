@@ -14,7 +14,8 @@
  * one-page classes, all freed, leaves eight empty runs that the thread's heap keeps (the first
  * run of each class, which malloc serves from); a large block that fits only once four of them
  * go back must be served, with no limit hit counted (SPEC: what can be returned is, before a
- * request fails at the limit), and a request past the limit still fails, counted once. */
+ * request fails at the limit), and a request past the limit still fails, counted once.
+ * "t-limit reserve": PROT_NONE reservations under CONTIG_MMAP=all (above reserve()). */
 #include <errno.h>
 #include <malloc.h>
 #include <stdint.h>
@@ -67,6 +68,63 @@ static int aligned(void)
 	return 0;
 }
 
+/* "t-limit reserve" (CONTIG_MMAP=all CONTIG_LIMIT=16M): a PROT_NONE reservation is address
+ * space, not committed memory. A 256 MiB reservation is served from the range under a 16 MiB
+ * limit; its pages count as committed only as mprotect or a fixed mapping over them makes them
+ * accessible, where the limit applies (ENOMEM, a hit); a fixed PROT_NONE mapping over committed
+ * pages (a runtime uncommitting) and munmap give them back. */
+static size_t committed_mib(void)
+{
+	contig_stats_t st;
+	TU_STATS(&st);
+	return st.committed / MIB;
+}
+
+static int reserve(void)
+{
+	size_t c0 = committed_mib();
+	char *r = mmap(NULL, 256 * MIB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	CHECK(r != MAP_FAILED, "a 256 MiB PROT_NONE reservation under a 16 MiB limit failed: %s", strerror(errno));
+	CHECK_RANGE(r, 256 * MIB, "the reservation");
+	size_t c1 = committed_mib();
+	CHECK(c1 <= c0 + 1, "the reservation counts as committed: %zu MiB before, %zu after", c0, c1);
+	CHECK(mprotect(r, 8 * MIB, PROT_READ | PROT_WRITE) == 0, "mprotect of 8 MiB of it: %s", strerror(errno));
+	memset(r, 1, 8 * MIB);
+	size_t c2 = committed_mib();
+	CHECK(c2 >= c1 + 8, "8 MiB made accessible and touched: committed %zu -> %zu MiB", c1, c2);
+	char *f = mmap(r + 8 * MIB, 4 * MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	CHECK(f == r + 8 * MIB, "a fixed mapping committing 4 MiB more of it: %s", strerror(errno));
+	memset(f, 2, 4 * MIB);
+	size_t c3 = committed_mib();
+	CHECK(c3 >= c2 + 4, "4 MiB committed by a fixed mapping: committed %zu -> %zu MiB", c2, c3);
+	errno = 0;
+	int rc = mprotect(r + 12 * MIB, 8 * MIB, PROT_READ | PROT_WRITE);
+	CHECK(rc == -1 && errno == ENOMEM, "8 MiB more with %zu MiB committed under a 16 MiB limit: rc %d, errno %d",
+	      c3, rc, errno);
+	errno = 0;
+	f = mmap(r + 12 * MIB, 8 * MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	CHECK(f == MAP_FAILED && errno == ENOMEM, "a fixed mapping of 8 MiB more past the limit: %p, errno %d",
+	      (void *)f, errno);
+	contig_stats_t st;
+	TU_STATS(&st);
+	CHECK(st.limit_hits == 2, "two requests refused at the limit counted %zu hit(s)", st.limit_hits);
+	/* uncommit the first 8 MiB the way a runtime does, then the 8 MiB fit */
+	f = mmap(r, 8 * MIB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+	CHECK(f == r, "a fixed PROT_NONE mapping over committed pages: %s", strerror(errno));
+	size_t c4 = committed_mib();
+	CHECK(c4 + 8 <= c3, "8 MiB uncommitted: committed %zu -> %zu MiB", c3, c4);
+	CHECK(mprotect(r + 12 * MIB, 8 * MIB, PROT_READ | PROT_WRITE) == 0, "8 MiB after the uncommit: %s",
+	      strerror(errno));
+	memset(r + 12 * MIB, 3, 8 * MIB);
+	CHECK(r[8 * MIB] == 2 && r[20 * MIB - 1] == 3, "contents lost");
+	CHECK(munmap(r, 256 * MIB) == 0, "munmap of the reservation: %s", strerror(errno));
+	size_t c5 = committed_mib();
+	CHECK(c5 <= c0 + 1, "unmapped: committed %zu MiB, %zu before the reservation", c5, c0);
+	printf("t-limit reserve: committed %zu MiB, reserved 256 MiB: %zu; 8 accessible: %zu; +4 fixed: %zu; "
+	       "8 uncommitted: %zu; unmapped: %zu\n", c0, c1, c2, c3, c4, c5);
+	return 0;
+}
+
 static int giveback(void)
 {
 	static const size_t sz[] = { 700, 1500, 2500, 3500, 5000, 7000, 9000, 12000 };
@@ -112,6 +170,7 @@ int main(int argc, char **argv)
 	if (argc > 1 && strcmp(argv[1], "grow") == 0) return grow();
 	if (argc > 1 && strcmp(argv[1], "aligned") == 0) return aligned();
 	if (argc > 1 && strcmp(argv[1], "giveback") == 0) return giveback();
+	if (argc > 1 && strcmp(argv[1], "reserve") == 0) return reserve();
 	for (; n < MAXB; n++) {
 		errno = 0;
 		blk[n] = malloc(MIB);
