@@ -32,6 +32,11 @@ expect_rc "CONTIG_LIMIT=4M t-limit giveback" 0 && cat "$TMPD/out"
 # program makes its pages accessible
 run CONTIG_MMAP=all CONTIG_LIMIT=16M CONTIG_PURGE_MS=0 "$t" reserve
 expect_rc "CONTIG_MMAP=all CONTIG_LIMIT=16M t-limit reserve" 0 && cat "$TMPD/out"
+# random commits, uncommits, growth and unmaps of reservations keep the accounting exact
+for lim in none 4M; do
+	run CONTIG_MMAP=all CONTIG_LIMIT=$lim CONTIG_PURGE_MS=0 "$t" reserve-random 20000
+	expect_rc "CONTIG_MMAP=all CONTIG_LIMIT=$lim t-limit reserve-random" 0 && cat "$TMPD/out"
+done
 
 # realloc growth in place returns freed pages before it gives up
 run CONTIG_LIMIT=100M CONTIG_PURGE_MS=60000 "$t" grow

@@ -15,7 +15,8 @@
  * run of each class, which malloc serves from); a large block that fits only once four of them
  * go back must be served, with no limit hit counted (SPEC: what can be returned is, before a
  * request fails at the limit), and a request past the limit still fails, counted once.
- * "t-limit reserve": PROT_NONE reservations under CONTIG_MMAP=all (above reserve()). */
+ * "t-limit reserve" and "reserve-random": PROT_NONE reservations under CONTIG_MMAP=all (above
+ * reserve() and reserve_random()). */
 #include <errno.h>
 #include <malloc.h>
 #include <stdint.h>
@@ -125,6 +126,127 @@ static int reserve(void)
 	return 0;
 }
 
+/* "t-limit reserve-random [OPS]" (CONTIG_MMAP=all, with or without a limit): random operations
+ * on 16 reservations (PROT_NONE mmap; mprotect to read-write and back; fixed read-write and
+ * PROT_NONE mappings over parts; mremap growth; munmap), touching what is accessible. Committed
+ * never falls below the 64 KiB pages that hold an accessible page, a refusal is only ever ENOMEM
+ * at a limit, contents survive, and once everything is unmapped committed is where it started.
+ * The bookkeeping is in static arrays: the loop allocates nothing (run it with CONTIG_PURGE_MS=0:
+ * starting the purger thread allocates its thread-local storage, a heap block). */
+#define RR_N 16
+#define RR_PG 4096
+#define RR_MAXPG 2048
+static struct rr { char *p; size_t np; unsigned char acc[RR_MAXPG]; } rr[RR_N];
+static uint64_t rr_state = 0x9e3779b97f4a7c15ull;
+
+static void rr_check_contents(const struct rr *x, const char *when)
+{
+	for (size_t k = 0; k < x->np; k++)
+		CHECK(!x->acc[k] || x->p[k * RR_PG] == (char)k, "%s: page %zu of a reservation lost its contents", when, k);
+}
+
+static int reserve_random(long ops)
+{
+	contig_stats_t st;
+	size_t lim = 0;
+	TU_STATS(&st);
+	size_t c0 = st.committed;
+	long refused = 0;
+	if (getenv("CONTIG_LIMIT")) lim = st.limit;
+	for (long n = 0; n < ops; n++) {
+		if (n % 16 == 0) {
+			size_t acc64 = 0;
+			for (int j = 0; j < RR_N; j++)
+				for (size_t k = 0; rr[j].p && k < rr[j].np; k += 16) {
+					int any = 0;
+					for (size_t m = k; m < k + 16 && m < rr[j].np; m++) any |= rr[j].acc[m];
+					acc64 += (size_t)any;
+				}
+			TU_STATS(&st);
+			CHECK(st.committed >= acc64 * 65536, "op %ld: committed %zu, below the %zu bytes of 64 KiB pages "
+			      "made accessible", n, st.committed, acc64 * 65536);
+			CHECK(!lim || st.committed <= lim, "op %ld: committed %zu past the limit %zu", n, st.committed, lim);
+		}
+		struct rr *x = &rr[tu_rand(&rr_state) % RR_N];
+		unsigned op = (unsigned)(tu_rand(&rr_state) % 9);
+		if (!x->p) {
+			x->np = 1 + tu_rand(&rr_state) % 512;
+			x->p = mmap(NULL, x->np * RR_PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+			CHECK(x->p != MAP_FAILED, "op %ld: a PROT_NONE reservation failed: %s", n, strerror(errno));
+			CHECK_RANGE(x->p, x->np * RR_PG, "a reservation");
+			memset(x->acc, 0, sizeof x->acc);
+			continue;
+		}
+		size_t a = tu_rand(&rr_state) % x->np, b = a + 1 + tu_rand(&rr_state) % (x->np - a);
+		char *lo = x->p + a * RR_PG, *q;
+		size_t len = (b - a) * RR_PG;
+		switch (op) {
+		case 0: case 1:                 /* commit by mprotect */
+			if (mprotect(lo, len, PROT_READ | PROT_WRITE) != 0) {
+				CHECK(errno == ENOMEM && lim, "op %ld: mprotect(RW) failed: %s", n, strerror(errno));
+				refused++;
+				break;
+			}
+			for (size_t k = a; k < b; k++) { x->acc[k] = 1; x->p[k * RR_PG] = (char)k; }
+			break;
+		case 2:                         /* PROT_NONE again (stays committed) */
+			CHECK(mprotect(lo, len, PROT_NONE) == 0, "op %ld: mprotect(PROT_NONE) failed: %s", n, strerror(errno));
+			for (size_t k = a; k < b; k++) x->acc[k] = 0;
+			break;
+		case 3: case 4:                 /* commit by a fixed mapping: fresh zero pages */
+			q = mmap(lo, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+			if (q == MAP_FAILED) {
+				CHECK(errno == ENOMEM && lim, "op %ld: a fixed RW mapping failed: %s", n, strerror(errno));
+				refused++;
+				break;
+			}
+			for (size_t k = a; k < b; k++) {
+				CHECK(x->p[k * RR_PG] == 0, "op %ld: a fixed mapping's page is not zero", n);
+				x->acc[k] = 1;
+				x->p[k * RR_PG] = (char)k;
+			}
+			break;
+		case 5:                         /* uncommit by a fixed PROT_NONE mapping */
+			q = mmap(lo, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+			CHECK(q == lo, "op %ld: a fixed PROT_NONE mapping failed: %s", n, strerror(errno));
+			for (size_t k = a; k < b; k++) x->acc[k] = 0;
+			break;
+		case 6:
+			rr_check_contents(x, "check");
+			break;
+		case 7: {                       /* grow, moving if need be; the new part is PROT_NONE */
+			size_t nn = x->np + 1 + tu_rand(&rr_state) % 64;
+			if (nn > RR_MAXPG) break;
+			q = mremap(x->p, x->np * RR_PG, nn * RR_PG, MREMAP_MAYMOVE);
+			if (q == MAP_FAILED) {
+				CHECK(errno == ENOMEM && lim, "op %ld: mremap growth failed: %s", n, strerror(errno));
+				refused++;
+				break;
+			}
+			x->p = q;
+			x->np = nn;
+			rr_check_contents(x, "mremap");
+			break;
+		}
+		default:
+			rr_check_contents(x, "munmap");
+			CHECK(munmap(x->p, x->np * RR_PG) == 0, "op %ld: munmap failed: %s", n, strerror(errno));
+			x->p = NULL;
+		}
+	}
+	for (int j = 0; j < RR_N; j++)
+		if (rr[j].p) {
+			rr_check_contents(&rr[j], "the end");
+			CHECK(munmap(rr[j].p, rr[j].np * RR_PG) == 0, "munmap failed: %s", strerror(errno));
+		}
+	TU_STATS(&st);
+	printf("t-limit reserve-random: %ld operations, %ld refused at the limit, committed peak %zu, %zu at the "
+	       "start and %zu at the end\n", ops, refused, st.committed_peak, c0, st.committed);
+	CHECK(st.committed == c0, "everything unmapped: committed %zu, %zu at the start", st.committed, c0);
+	CHECK(st.mmap_bytes == 0, "everything unmapped: %zu bytes still served", st.mmap_bytes);
+	return 0;
+}
+
 static int giveback(void)
 {
 	static const size_t sz[] = { 700, 1500, 2500, 3500, 5000, 7000, 9000, 12000 };
@@ -171,6 +293,7 @@ int main(int argc, char **argv)
 	if (argc > 1 && strcmp(argv[1], "aligned") == 0) return aligned();
 	if (argc > 1 && strcmp(argv[1], "giveback") == 0) return giveback();
 	if (argc > 1 && strcmp(argv[1], "reserve") == 0) return reserve();
+	if (argc > 1 && strcmp(argv[1], "reserve-random") == 0) return reserve_random(argc > 2 ? atol(argv[2]) : 20000);
 	for (; n < MAXB; n++) {
 		errno = 0;
 		blk[n] = malloc(MIB);
