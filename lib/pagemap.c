@@ -93,8 +93,13 @@ static size_t dump_run(dump_t *d, size_t i, size_t f)
 		if (i + n > f) n = f - i;
 		if (pg->kind == PK_LARGE)
 			DLINE(d, run_head(b, i, n, "large"); field(b, "asked", pg->asked); field(b, "usable", pg->usable));
-		else
-			DLINE(d, run_head(b, i, n, "mmap"); field(b, "from", pg->map_lo); field(b, "to", pg->map_hi));
+		else {
+			/* pages of a PROT_NONE reservation nothing has made accessible: not committed */
+			size_t resv = 0;
+			for (size_t k = i; k < i + n; k++) resv += (G.pages[k].flags & PF_RESV) != 0;
+			DLINE(d, run_head(b, i, n, "mmap"); field(b, "from", pg->map_lo); field(b, "to", pg->map_hi);
+			      if (resv) field(b, "reserved", resv));
+		}
 		return n;
 	case PK_FREE:
 		n = pg->npages ? pg->npages : 1;

@@ -721,6 +721,7 @@ KINDS = [
 KIND_NAMES = [k for k, _ in KINDS]
 PK_UNUSED, PK_FREE, PK_SMALL, PK_LARGE, PK_MMAP, PK_CONT, PK_FOREIGN, PK_MMAP_FIXED = range(8)
 PF_DIRTY = 0x01
+PF_RESV = 0x80          # a page of a PROT_NONE reservation nothing has made accessible (not committed)
 DIRTY_BIT = bytes(b & PF_DIRTY for b in range(256))    # flags.translate(): 1 where dirty, else 0
 USED_MASK = 0x3fffffff
 BEACON_MAGIC = b"libcontig-pgmap\0"
@@ -861,7 +862,11 @@ def decode_pages(raw, beacon, class_pages, frontier, read):
                     live += n << shift
                     runs.append((addr, n, "large", dict(asked=x, usable=y)))
                 else:
-                    runs.append((addr, n, "mmap", {"from": x, "to": y}))
+                    f = {"from": x, "to": y}
+                    resv = sum(1 for a in range(i, i + n) if flags[a] & PF_RESV)
+                    if resv:
+                        f["reserved"] = resv
+                    runs.append((addr, n, "mmap", f))
         else:
             n = 1
             while i + n < frontier and kinds[i + n] == kind:
@@ -973,6 +978,10 @@ def print_pagemap(pm, out, all_runs=False):
         if k == "unused" and not runs:
             continue
         w("  %-11s %6d %8d %10s  %s\n" % (k, runs, pages, human(pages * ps), meaning))
+        resv = sum(r[3].get("reserved", 0) for r in pm.runs if r[2] == "mmap") if k == "mmap" else 0
+        if resv:
+            w("  %-11s %6s %8d %10s  of them PROT_NONE reservations' pages not yet made accessible: not "
+              "committed (reserved=)\n" % ("", "", resv, human(resv * ps)))
     if t.get("stray", [0])[0]:
         w("  %-11s %6d %8d  (descriptors being changed while read)\n" % ("stray", t["stray"][0], t["stray"][1]))
     cl = pm.by_class()

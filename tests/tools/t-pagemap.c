@@ -1,7 +1,9 @@
 /* t-pagemap.c - known blocks for the page map tests (tools/test_contig.py): ten blocks of 2900
- * bytes (class 3072) of which three are freed again, one large block of 300000 bytes and a 1 MiB
- * anonymous mmap. Prints their addresses, then "ready", and waits for its standard input to
- * close so that a reader can look at the running process; exits 0 without freeing them. */
+ * bytes (class 3072) of which three are freed again, one large block of 300000 bytes, a 1 MiB
+ * anonymous mmap, and a 1 MiB PROT_NONE reservation whose first 128 KiB are made read-write and
+ * touched (served from the range only under CONTIG_MMAP=all). Prints their addresses, then
+ * "ready", and waits for its standard input to close so that a reader can look at the running
+ * process; exits 0 without freeing them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,10 +21,13 @@ int main(void)
 	for (int i = 0; i < 3; i++) free(small[i]);
 	char *large = malloc(300000);
 	void *map = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (!large || map == MAP_FAILED) return 1;
+	char *resv = mmap(NULL, 1 << 20, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (!large || map == MAP_FAILED || resv == MAP_FAILED) return 1;
+	if (mprotect(resv, 128 << 10, PROT_READ | PROT_WRITE) != 0) return 1;
 	memset(large, 1, 300000);
 	memset(map, 1, 1 << 20);
-	printf("small %p large %p mmap %p\nready\n", (void *)small[3], (void *)large, map);
+	memset(resv, 1, 128 << 10);
+	printf("small %p large %p mmap %p resv %p\nready\n", (void *)small[3], (void *)large, map, (void *)resv);
 	fflush(stdout);
 	char c;
 	while (read(0, &c, 1) > 0) {}

@@ -187,6 +187,17 @@ class Decoder(unittest.TestCase):
         self.assertEqual(dirty, 8)
         self.assertEqual(live, 5 * 3072 + 32768 + 3 * 65536)
 
+    def test_reserved(self):
+        # a served mapping of 3 pages, two of them a PROT_NONE reservation's (PF_RESV, not dirty)
+        raw = b"".join([
+            self.desc(contig.PK_MMAP, flags=contig.PF_RESV, npages=3, asked=0, usable=3 * 65536),
+            self.desc(contig.PK_CONT, flags=contig.PF_DIRTY), self.desc(contig.PK_CONT, flags=contig.PF_RESV),
+            self.desc(contig.PK_MMAP, npages=1, asked=0, usable=65536)])
+        runs, dirty, live = contig.decode_pages(raw, self.OFF, [0] * 49, 4, self.read)
+        self.assertEqual(runs[0][3], {"from": 0, "to": 3 * 65536, "reserved": 2})
+        self.assertEqual(runs[1][3], {"from": 0, "to": 65536})   # no field when there are none
+        self.assertEqual(dirty, 2)
+
 
 class TextOutput(unittest.TestCase):
     def test_pagemap_text(self):
@@ -280,7 +291,7 @@ class Library(unittest.TestCase):
         p = subprocess.Popen([HELPER], env=self.env(**kw), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         f = p.stdout.readline().decode().split()
         self.assertEqual(p.stdout.readline(), b"ready\n")
-        return p, dict(small=int(f[1], 16), large=int(f[3], 16), mmap=int(f[5], 16))
+        return p, dict(small=int(f[1], 16), large=int(f[3], 16), mmap=int(f[5], 16), resv=int(f[7], 16))
 
     def test_exit_dump(self):
         with tempfile.TemporaryDirectory() as d:
@@ -288,6 +299,7 @@ class Library(unittest.TestCase):
             p, addrs = self.start(CONTIG_MAP_FILE=dump)
             p.stdin.close()
             self.assertEqual(p.wait(), 0)
+            p.stdout.close()
             pm = contig.parse_pagemap(contig.slurp(dump))
         self.assertTrue(pm.complete)
         self.assertEqual(pm.header["pid"], p.pid)
@@ -300,11 +312,37 @@ class Library(unittest.TestCase):
         self.assertEqual(pm.header["committed"], pages * pm.page_size())
         self.assertEqual(pm.header["mmap_bytes"], t["mmap"][1] * pm.page_size())
 
+    def test_reservation(self):
+        # CONTIG_MMAP=all serves the 1 MiB PROT_NONE reservation: 16 pages, the first two made
+        # accessible, the other 14 reserved= and not committed, in the beacon's view and the dump
+        with tempfile.TemporaryDirectory() as d:
+            dump = os.path.join(d, "map.txt")
+            p, addrs = self.start(CONTIG_MMAP="all", CONTIG_MAP_FILE=dump)
+            try:
+                b = contig.Beacon(p.pid)
+                live_pm, committed, live = b.snapshot()
+                b.close()
+            finally:
+                p.stdin.close()
+                self.assertEqual(p.wait(), 0)
+                p.stdout.close()
+            pm = contig.parse_pagemap(contig.slurp(dump))
+        for view in (live_pm, pm):
+            self.check(view, addrs)
+            rv = [r for r in view.runs if r[2] == "mmap" and r[0] == addrs["resv"]]
+            self.assertEqual(len(rv), 1, view.runs)
+            self.assertEqual(rv[0][1], 16)
+            self.assertEqual(rv[0][3], {"from": 0, "to": 1 << 20, "reserved": 14})
+        t = pm.totals()
+        pages = t["small"][1] + t["large"][1] + t["mmap"][1] - 14 + t["free-dirty"][1]
+        self.assertEqual(pm.header["committed"], pages * pm.page_size())
+
     def test_dump_name_has_the_pid(self):
         with tempfile.TemporaryDirectory() as d:
             p, addrs = self.start(CONTIG_MAP_FILE=os.path.join(d, "m.%p.txt"))
             p.stdin.close()
             self.assertEqual(p.wait(), 0)
+            p.stdout.close()
             self.assertEqual(os.listdir(d), ["m.%d.txt" % p.pid])
 
     def test_beacon_of_running_process(self):
@@ -316,6 +354,7 @@ class Library(unittest.TestCase):
         finally:
             p.stdin.close()
             p.wait()
+            p.stdout.close()
         self.assertEqual(pm.base(), 0x300000000000)
         self.assertEqual(pm.header["size"], 1 << 30)
         self.check(pm, addrs)
