@@ -441,7 +441,7 @@ static NOINLINE void *realloc_general(void *p, size_t n)
 			errno = ENOMEM;             /* more than RAM and swap (large_alloc): the block stays */
 			return NULL;
 		}
-		if (np == h->npages || ((!G.slow_only || np < h->npages) && region_resize(h, np) == 0)) {
+		if (np == h->npages || ((!G.slow_only || np < h->npages) && region_resize(h, np, 0) == 0)) {
 			size_t was = h->asked;
 			h->usable = np << PAGE_SHIFT;
 			h->asked = n;

@@ -740,8 +740,13 @@ static void *move_served(page_t *h, uintptr_t o, size_t oldlen, size_t newlen, i
 	size_t np = 0;
 	uintptr_t to = (uintptr_t)newaddr;
 	if (!(flags & MREMAP_FIXED)) {
+		/* a reservation nothing of which was made accessible moves as one (and grows PROT_NONE):
+		 * its new pages are not committed either */
+		bool resv = true;
+		for (size_t i = pidx(o); resv && i < pidx(align_up(o + oldlen, PAGE_SIZE)); i++)
+			resv = G.pages[i].flags & PF_RESV;
 		np = align_up(newlen, PAGE_SIZE) >> PAGE_SHIFT;
-		n = region_alloc(np, PK_MMAP, RUN_ZERO);
+		n = region_alloc(np, PK_MMAP, RUN_ZERO | (resv ? RUN_RESERVE : 0));
 		if (!n) return fail(ENOMEM);
 		to = page_addr(page_idx(n));
 	}
@@ -805,7 +810,10 @@ void *mm_mremap(void *old, size_t oldlen, size_t newlen, int flags, void *newadd
 		size_t want = o + newlen - start;
 		size_t np = align_up(want, PAGE_SIZE) >> PAGE_SHIFT;
 		size_t had = h->npages;
-		if (np == had || region_resize(h, np) == 0) {
+		/* the grown part gets the protection of the old end: PROT_NONE when the last page is a
+		 * reservation's that nothing made accessible, and then it is not committed either */
+		int rf = G.pages[pidx(o + oldlen - 1)].flags & PF_RESV ? RUN_RESERVE : 0;
+		if (np == had || region_resize(h, np, rf) == 0) {
 			bool plain = !prot_changed(o, oldlen);
 			if (!plain) {
 				/* The kernel grows it, so the new part gets the old part's protection and

@@ -16,7 +16,8 @@ enum {
 	                              many one-page runs marked PF_HUGE (huge.c); like RUN_SPARE for
 	                              the limit, but the range may grow for it */
 	RUN_RESERVE = 8,           /* PK_MMAP with RUN_ZERO, for a PROT_NONE reservation: its pages
-	                              are marked PF_RESV, not committed, and the limit does not apply */
+	                              are marked PF_RESV, not committed, and the limit does not apply
+	                              (region_resize: the clean pages a reservation grows by) */
 };
 HIDDEN int region_init(void);      /* the range, then the limit */
 HIDDEN page_t *region_alloc(size_t npages, uint8_t kind, int flags);
@@ -24,7 +25,7 @@ HIDDEN page_t *region_alloc_aligned(size_t npages, size_t align, uint8_t kind, i
 HIDDEN page_t *region_alloc_run(bool big, int flags);   /* a one-page PK_SMALL run for a heap */
 HIDDEN void region_free(page_t *head);
 HIDDEN void region_purger_kick(void);      /* start the purger if a free under a lock wanted it */
-HIDDEN int region_resize(page_t *head, size_t newpages);
+HIDDEN int region_resize(page_t *head, size_t newpages, int flags);   /* flags: 0 or RUN_RESERVE */
 HIDDEN void region_fork_child(void);
 HIDDEN void region_count_fallback(size_t bytes);
 

@@ -518,9 +518,12 @@ static size_t free_after(size_t nx, size_t need)
 }
 
 /* Resize a live PK_LARGE/PK_MMAP run in place: shrink gives the tail back; grow takes the free
- * run right after it (growing the range if it is at the top). 0 on success, -1 when it cannot. */
-int region_resize(page_t *h, size_t newn)
+ * run right after it (growing the range if it is at the top). With RUN_RESERVE (a PROT_NONE
+ * reservation that grows PROT_NONE) the clean pages it takes are PF_RESV, not committed, and the
+ * limit does not apply; dirty ones stay counted. 0 on success, -1 when it cannot. */
+int region_resize(page_t *h, size_t newn, int flags)
 {
+	bool reserve = flags & RUN_RESERVE;
 	size_t idx = page_idx(h), n = h->npages;
 	int ret = -1;
 	bool start = false;
@@ -547,7 +550,8 @@ int region_resize(page_t *h, size_t newn)
 	}
 	if (have < need) goto out;
 	size_t clean = 0;
-	for (size_t i = nx; i < nx + need; i++) clean += !(P(i)->flags & PF_DIRTY);
+	if (!reserve)
+		for (size_t i = nx; i < nx + need; i++) clean += !(P(i)->flags & PF_DIRTY);
 	if (R.limit && R.committed + clean > R.limit) {
 		/* SPEC: what can be returned is, before a request fails at the limit. Purging leaves
 		 * every run where it is, so the pages after us are still free and still ours to take. */
@@ -567,7 +571,8 @@ int region_resize(page_t *h, size_t newn)
 		for (size_t i = at; i < end; i++) {
 			P(i)->kind = PK_CONT;
 			P(i)->head_off = (uint32_t)(i - idx);
-			P(i)->flags = (uint8_t)((P(i)->flags & ~(PF_RUNDIRTY | PF_NEEDZERO | PF_RESV)) | PF_DIRTY);
+			uint8_t fl = (uint8_t)(P(i)->flags & ~(PF_RUNDIRTY | PF_NEEDZERO | PF_RESV));
+			P(i)->flags = reserve && !(fl & PF_DIRTY) ? (uint8_t)(fl | PF_RESV) : (uint8_t)(fl | PF_DIRTY);
 		}
 		if (rest) {
 			/* the rest stays free; its head is rewritten, the pages before it are ours now */

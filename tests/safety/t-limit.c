@@ -126,7 +126,7 @@ static int reserve(void)
 	return 0;
 }
 
-/* "t-limit reserve-random [OPS]" (CONTIG_MMAP=all, with or without a limit): random operations
+/* "t-limit reserve-random [OPS [SEED]]" (CONTIG_MMAP=all, with or without a limit): random operations
  * on 16 reservations (PROT_NONE mmap; mprotect to read-write and back; fixed read-write and
  * PROT_NONE mappings over parts; mremap growth; munmap), touching what is accessible. Committed
  * never falls below the 64 KiB pages that hold an accessible page, a refusal is only ever ENOMEM
@@ -293,7 +293,10 @@ int main(int argc, char **argv)
 	if (argc > 1 && strcmp(argv[1], "aligned") == 0) return aligned();
 	if (argc > 1 && strcmp(argv[1], "giveback") == 0) return giveback();
 	if (argc > 1 && strcmp(argv[1], "reserve") == 0) return reserve();
-	if (argc > 1 && strcmp(argv[1], "reserve-random") == 0) return reserve_random(argc > 2 ? atol(argv[2]) : 20000);
+	if (argc > 1 && strcmp(argv[1], "reserve-random") == 0) {
+		if (argc > 3) rr_state = strtoull(argv[3], NULL, 0) | 1;      /* another sequence */
+		return reserve_random(argc > 2 ? atol(argv[2]) : 20000);
+	}
 	for (; n < MAXB; n++) {
 		errno = 0;
 		blk[n] = malloc(MIB);

@@ -105,13 +105,13 @@ START_TEST(resize_in_place)
 	contig_ensure_init();
 	page_t *a = region_alloc(2, PK_LARGE, 0);
 	size_t idx = page_idx(a);
-	ck_assert_int_eq(region_resize(a, 6), 0);
+	ck_assert_int_eq(region_resize(a, 6, 0), 0);
 	ck_assert_uint_eq(a->npages, 6);
 	memset((void *)page_addr(idx), 7, 6 * PAGE_SIZE);
-	ck_assert_int_eq(region_resize(a, 1), 0);
+	ck_assert_int_eq(region_resize(a, 1, 0), 0);
 	page_t *b = region_alloc(5, PK_LARGE, 0);
 	ck_assert_uint_eq(page_idx(b), idx + 1);         /* the tail went back and is reused */
-	ck_assert_int_ne(region_resize(a, 2), 0);        /* now blocked by b */
+	ck_assert_int_ne(region_resize(a, 2, 0), 0);        /* now blocked by b */
 	region_free(a);
 	region_free(b);
 }
@@ -163,6 +163,38 @@ START_TEST(limit_refuses_and_recovers)
 	page_t *b = region_alloc(10, PK_LARGE, 0);      /* the freed pages are purged to make room */
 	ck_assert_ptr_nonnull(b);
 	region_free(b);
+	region_set_limit_pages(0);
+}
+END_TEST
+
+/* A PROT_NONE reservation (RUN_RESERVE) is not committed and passes a limit; its pages count as
+ * they are made accessible (region_mmap_commit, which the limit can refuse), stop counting when
+ * a fixed PROT_NONE mapping covers them (region_mmap_uncommit), a growth in place adds none, and
+ * giving it back leaves committed where it was. */
+START_TEST(reservation_not_committed)
+{
+	contig_ensure_init();
+	region_purge(true);
+	size_t base = committed() >> PAGE_SHIFT;
+	region_set_limit_pages(base + 4);
+	page_t *h = region_alloc(64, PK_MMAP, RUN_ZERO | RUN_RESERVE);
+	ck_assert_ptr_nonnull(h);
+	size_t idx = page_idx(h);
+	ck_assert_uint_eq(committed() >> PAGE_SHIFT, base);
+	ck_assert_int_eq(region_mmap_commit(idx, idx + 3), 0);
+	ck_assert_uint_eq(committed() >> PAGE_SHIFT, base + 3);
+	ck_assert_int_eq(region_mmap_commit(idx, idx + 3), 0);         /* committed already: no more */
+	ck_assert_uint_eq(committed() >> PAGE_SHIFT, base + 3);
+	ck_assert_int_ne(region_mmap_commit(idx + 3, idx + 5), 0);     /* 5 pages past a limit of 4 */
+	ck_assert_uint_eq(committed() >> PAGE_SHIFT, base + 3);
+	region_mmap_uncommit(idx, idx + 2);
+	ck_assert_uint_eq(committed() >> PAGE_SHIFT, base + 1);
+	ck_assert_int_eq(region_mmap_commit(idx + 3, idx + 5), 0);
+	ck_assert_uint_eq(committed() >> PAGE_SHIFT, base + 3);
+	if (region_resize(h, 96, RUN_RESERVE) == 0) ck_assert_uint_eq(h->npages, 96);
+	ck_assert_uint_eq(committed() >> PAGE_SHIFT, base + 3);
+	region_mmap_release(h, idx, idx + h->npages);
+	ck_assert_uint_eq(committed() >> PAGE_SHIFT, base);
 	region_set_limit_pages(0);
 }
 END_TEST
@@ -225,6 +257,7 @@ Suite *region_suite(void)
 	tcase_add_test(t, zeroed_runs_read_zero);
 	tcase_add_test(t, purge_returns_committed);
 	tcase_add_test(t, limit_refuses_and_recovers);
+	tcase_add_test(t, reservation_not_committed);
 	tcase_add_test(t, late_remote_or_into_unused_chunk);
 	tcase_add_test(t, given_back_small_run_has_no_capacity);
 	suite_add_tcase(s, t);
