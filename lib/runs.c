@@ -552,7 +552,7 @@ int region_resize(page_t *h, size_t newn, int flags)
 	size_t clean = 0;
 	if (!reserve)
 		for (size_t i = nx; i < nx + need; i++) clean += !(P(i)->flags & PF_DIRTY);
-	if (R.limit && R.committed + clean > R.limit) {
+	if (!reserve && R.limit && R.committed + clean > R.limit) {
 		/* SPEC: what can be returned is, before a request fails at the limit. Purging leaves
 		 * every run where it is, so the pages after us are still free and still ours to take. */
 		purge_locked(true);
