@@ -19,6 +19,7 @@
  * reserve() and reserve_random()). */
 #include <errno.h>
 #include <malloc.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,7 +128,7 @@ static int reserve(void)
 }
 
 /* "t-limit reserve-random [OPS [SEED]]" (CONTIG_MMAP=all, with or without a limit): random operations
- * on 16 reservations (PROT_NONE mmap; mprotect to read-write and back; fixed read-write and
+ * on 16 reservations (PROT_NONE mmap, or read-write one time in four; mprotect to read-write and back; fixed read-write and
  * PROT_NONE mappings over parts; mremap growth; munmap), touching what is accessible. Committed
  * never falls below the 64 KiB pages that hold an accessible page, a refusal is only ever ENOMEM
  * at a limit, contents survive, and once everything is unmapped committed is where it started.
@@ -170,11 +171,21 @@ static int reserve_random(long ops)
 		struct rr *x = &rr[tu_rand(&rr_state) % RR_N];
 		unsigned op = (unsigned)(tu_rand(&rr_state) % 9);
 		if (!x->p) {
+			/* one in four a read-write mapping, committed from the start (within the limit) */
+			bool rw = tu_rand(&rr_state) % 4 == 0;
 			x->np = 1 + tu_rand(&rr_state) % 512;
-			x->p = mmap(NULL, x->np * RR_PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-			CHECK(x->p != MAP_FAILED, "op %ld: a PROT_NONE reservation failed: %s", n, strerror(errno));
-			CHECK_RANGE(x->p, x->np * RR_PG, "a reservation");
+			x->p = mmap(NULL, x->np * RR_PG, rw ? PROT_READ | PROT_WRITE : PROT_NONE,
+			            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 			memset(x->acc, 0, sizeof x->acc);
+			if (x->p == MAP_FAILED) {
+				CHECK(rw && errno == ENOMEM && lim, "op %ld: a %s mapping failed: %s", n,
+				      rw ? "read-write" : "PROT_NONE", strerror(errno));
+				x->p = NULL;
+				refused++;
+				continue;
+			}
+			CHECK_RANGE(x->p, x->np * RR_PG, "a reservation");
+			for (size_t k = 0; rw && k < x->np; k++) { x->acc[k] = 1; x->p[k * RR_PG] = (char)k; }
 			continue;
 		}
 		size_t a = tu_rand(&rr_state) % x->np, b = a + 1 + tu_rand(&rr_state) % (x->np - a);
