@@ -2,7 +2,9 @@
 # limit.sh - SPEC CONTIG_LIMIT=<size>: with 64M, malloc/calloc/realloc/mmap past the limit give
 # NULL (MAP_FAILED) with ENOMEM near 64 MiB, the process keeps running, freeing makes room again
 # and the statistics count limit hits (t-limit; also the JSON); C++ new throws std::bad_alloc
-# (t-limit-cxx); the runs a thread heap keeps empty go back before a request fails (giveback).
+# (t-limit-cxx); the runs a thread heap keeps empty go back before a request fails (giveback);
+# a PROT_NONE reservation under CONTIG_MMAP=all is served from the range and committed only as
+# its pages are made accessible (reserve, reserve-random: SPEC, "not address space").
 # Bad values (-5, 12Q) print SPEC's one line and the program runs on, unlimited.
 . "${TESTS_SRCDIR:-$(dirname "$0")/..}/safety/common.sh"
 
