@@ -1130,9 +1130,11 @@ def draw(path, title, pm, segs, base, end, samples, exit_at=None):
                             fontsize=5.5 if cols >= 48 else 7,
                             color="white" if f.get("live", 0) / float(f.get("blocks") or 1) > 0.45 else "black")
                 elif kind in ("large", "mmap") and n >= 3:
-                    ax.text(col + 0.15, r + 0.5, "%s %s" % ("large" if kind == "large" else "mmap", human(
-                        f.get("asked", n * ps) if kind == "large" else f.get("to", 0) - f.get("from", 0))),
-                        ha="left", va="center", fontsize=6, color="white")
+                    label = "%s %s" % ("large" if kind == "large" else "mmap", human(
+                        f.get("asked", n * ps) if kind == "large" else f.get("to", 0) - f.get("from", 0)))
+                    if f.get("reserved"):       # a reservation's pages not made accessible: no memory
+                        label += ", %s reserved" % human(f["reserved"] * ps)
+                    ax.text(col + 0.15, r + 0.5, label, ha="left", va="center", fontsize=6, color="white")
         ax.set_xlim(0, cols)
         ax.set_ylim(max(rows, 8), 0)             # a small heap keeps square-ish cells
         if rows < 8:
