@@ -115,22 +115,6 @@ static bool servable(size_t len, int prot, int flags)
 	return true;
 }
 
-/* The caller makes [a, a + len) accessible: pages of it that a served reservation held as
- * address space only count as committed from now on. 0, or ENOMEM (a limit hit) when the limit
- * has no room for them once what can be given back is. Only CONTIG_MMAP=all serves
- * reservations. */
-static int commit_served(uintptr_t a, size_t len)
-{
-	if (G.cfg.mmap != MMAP_ALL) return 0;
-	uintptr_t lo = a < G.base ? G.base : a, hi = a + len > G.base + G.size ? G.base + G.size : a + len;
-	if (lo >= hi) return 0;
-	size_t pa = (lo - G.base) >> PAGE_SHIFT, pb = (align_up(hi, PAGE_SIZE) - G.base) >> PAGE_SHIFT;
-	bool tried = heap_limit_try();
-	int r = region_mmap_commit(pa, pb);
-	if (heap_limit_again(tried, r == 0)) r = region_mmap_commit(pa, pb);
-	return r ? ENOMEM : 0;
-}
-
 /* Classification of pages [a, b): the worst one, by what may be done over it. */
 typedef struct span { int heap, free, mine, fixed, foreign; } span_t;
 
@@ -159,6 +143,21 @@ static void page_span(uintptr_t lo, size_t len, size_t *a, size_t *b)
 	if (hi > G.base + G.size) hi = G.base + G.size;
 	*a = pidx(lo);
 	*b = pidx(align_up(hi, PAGE_SIZE));
+}
+
+/* The caller makes [a, a + len), which overlaps the range, accessible: pages of it that a served
+ * reservation held as address space only count as committed from now on. 0, or ENOMEM (a limit
+ * hit) when the limit has no room for them once what can be given back is. Only CONTIG_MMAP=all
+ * serves reservations. */
+static int commit_served(uintptr_t a, size_t len)
+{
+	if (G.cfg.mmap != MMAP_ALL) return 0;
+	size_t pa, pb;
+	page_span(a, len, &pa, &pb);
+	bool tried = heap_limit_try();
+	int r = region_mmap_commit(pa, pb);
+	if (heap_limit_again(tried, r == 0)) r = region_mmap_commit(pa, pb);
+	return r ? ENOMEM : 0;
 }
 
 /* Mark the 4 KiB pages of [lo, hi) in fixed pages as the caller's (set) or not. Returns the fixed
@@ -630,29 +629,28 @@ static int check_own(const char *call, uintptr_t a, size_t len, bool mark_prot, 
 	return 0;
 }
 
+/* What mprotect and pkey_mprotect check before the kernel's call: 0, or the errno to fail with. */
+static int protect_check(const char *call, uintptr_t a, size_t len, int prot)
+{
+	contig_ensure_init();
+	if (a & (OS_PAGE - 1)) return EINVAL;                      /* the kernel's first check */
+	if (!len || !overlaps_range(a, len)) return 0;
+	int e = check_own(call, a, len, true, true);
+	if (!e && prot != PROT_NONE) e = commit_served(a, len);
+	return e;
+}
+
 int mm_mprotect(void *addr, size_t len, int prot)
 {
-	uintptr_t a = (uintptr_t)addr;
-	contig_ensure_init();
-	if (a & (OS_PAGE - 1)) { errno = EINVAL; return -1; }     /* the kernel's first check */
-	if (overlaps_range(a, len) && len) {
-		int e = check_own("mprotect", a, len, true, true);
-		if (!e && prot != PROT_NONE) e = commit_served(a, len);
-		if (e) { errno = e; return -1; }
-	}
+	int e = protect_check("mprotect", (uintptr_t)addr, len, prot);
+	if (e) { errno = e; return -1; }
 	return kernel_ret(os_mprotect(addr, len, prot));
 }
 
 int mm_pkey_mprotect(void *addr, size_t len, int prot, int pkey)
 {
-	uintptr_t a = (uintptr_t)addr;
-	contig_ensure_init();
-	if (a & (OS_PAGE - 1)) { errno = EINVAL; return -1; }
-	if (overlaps_range(a, len) && len) {
-		int e = check_own("pkey_mprotect", a, len, true, true);
-		if (!e && prot != PROT_NONE) e = commit_served(a, len);
-		if (e) { errno = e; return -1; }
-	}
+	int e = protect_check("pkey_mprotect", (uintptr_t)addr, len, prot);
+	if (e) { errno = e; return -1; }
 	return kernel_ret((int)os_syscall6(SYS_pkey_mprotect, (long)addr, (long)len, prot, pkey, 0, 0));
 }
 

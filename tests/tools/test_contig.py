@@ -293,13 +293,36 @@ class Library(unittest.TestCase):
         self.assertEqual(p.stdout.readline(), b"ready\n")
         return p, dict(small=int(f[1], 16), large=int(f[3], 16), mmap=int(f[5], 16), resv=int(f[7], 16))
 
+    @staticmethod
+    def stop(p):
+        """Let the helper exit; its status."""
+        p.stdin.close()
+        status = p.wait()
+        p.stdout.close()
+        return status
+
+    def snapshot(self, p):
+        """The helper's page map through its beacon, then the helper stopped: (page map, committed,
+        live, exit status)."""
+        try:
+            b = contig.Beacon(p.pid)
+            pm, committed, live = b.snapshot()
+            b.close()
+        finally:
+            status = self.stop(p)
+        return pm, committed, live, status
+
+    @staticmethod
+    def committed_pages(pm, reserved=0):
+        """Pages the library counts committed: its live and dirty free pages, less a reservation's."""
+        t = pm.totals()
+        return t["small"][1] + t["large"][1] + t["mmap"][1] - reserved + t["free-dirty"][1]
+
     def test_exit_dump(self):
         with tempfile.TemporaryDirectory() as d:
             dump = os.path.join(d, "map.txt")
             p, addrs = self.start(CONTIG_MAP_FILE=dump)
-            p.stdin.close()
-            self.assertEqual(p.wait(), 0)
-            p.stdout.close()
+            self.assertEqual(self.stop(p), 0)
             pm = contig.parse_pagemap(contig.slurp(dump))
         self.assertTrue(pm.complete)
         self.assertEqual(pm.header["pid"], p.pid)
@@ -307,10 +330,8 @@ class Library(unittest.TestCase):
         large = self.check(pm, addrs)
         self.assertEqual(large[3], dict(asked=300000, usable=327680))
         # what the library counts committed is exactly its live pages and its dirty free pages
-        t = pm.totals()
-        pages = t["small"][1] + t["large"][1] + t["mmap"][1] + t["free-dirty"][1]
-        self.assertEqual(pm.header["committed"], pages * pm.page_size())
-        self.assertEqual(pm.header["mmap_bytes"], t["mmap"][1] * pm.page_size())
+        self.assertEqual(pm.header["committed"], self.committed_pages(pm) * pm.page_size())
+        self.assertEqual(pm.header["mmap_bytes"], pm.totals()["mmap"][1] * pm.page_size())
 
     def test_reservation(self):
         # CONTIG_MMAP=all serves the 1 MiB PROT_NONE reservation: 16 pages, the first two made
@@ -318,14 +339,8 @@ class Library(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             dump = os.path.join(d, "map.txt")
             p, addrs = self.start(CONTIG_MMAP="all", CONTIG_MAP_FILE=dump)
-            try:
-                b = contig.Beacon(p.pid)
-                live_pm, committed, live = b.snapshot()
-                b.close()
-            finally:
-                p.stdin.close()
-                self.assertEqual(p.wait(), 0)
-                p.stdout.close()
+            live_pm, committed, live, status = self.snapshot(p)
+            self.assertEqual(status, 0)
             pm = contig.parse_pagemap(contig.slurp(dump))
         for view in (live_pm, pm):
             self.check(view, addrs)
@@ -333,28 +348,17 @@ class Library(unittest.TestCase):
             self.assertEqual(len(rv), 1, view.runs)
             self.assertEqual(rv[0][1], 16)
             self.assertEqual(rv[0][3], {"from": 0, "to": 1 << 20, "reserved": 14})
-        t = pm.totals()
-        pages = t["small"][1] + t["large"][1] + t["mmap"][1] - 14 + t["free-dirty"][1]
-        self.assertEqual(pm.header["committed"], pages * pm.page_size())
+        self.assertEqual(pm.header["committed"], self.committed_pages(pm, reserved=14) * pm.page_size())
 
     def test_dump_name_has_the_pid(self):
         with tempfile.TemporaryDirectory() as d:
             p, addrs = self.start(CONTIG_MAP_FILE=os.path.join(d, "m.%p.txt"))
-            p.stdin.close()
-            self.assertEqual(p.wait(), 0)
-            p.stdout.close()
+            self.assertEqual(self.stop(p), 0)
             self.assertEqual(os.listdir(d), ["m.%d.txt" % p.pid])
 
     def test_beacon_of_running_process(self):
         p, addrs = self.start(CONTIG_BASE="0x300000000000", CONTIG_SIZE="1G")
-        try:
-            b = contig.Beacon(p.pid)
-            pm, committed, live = b.snapshot()
-            b.close()
-        finally:
-            p.stdin.close()
-            p.wait()
-            p.stdout.close()
+        pm, committed, live, _ = self.snapshot(p)
         self.assertEqual(pm.base(), 0x300000000000)
         self.assertEqual(pm.header["size"], 1 << 30)
         self.check(pm, addrs)
