@@ -760,6 +760,10 @@ class PageMap(object):
             t[kind][1] += n
         return t
 
+    def reserved_pages(self):
+        """Pages of served PROT_NONE reservations nothing has made accessible (not committed)."""
+        return sum(f.get("reserved", 0) for _, _, kind, f in self.runs if kind == "mmap")
+
     def by_class(self):
         """block size -> dict(cls, runs, pages, live, blocks) over the small runs."""
         out = {}
@@ -978,7 +982,7 @@ def print_pagemap(pm, out, all_runs=False):
         if k == "unused" and not runs:
             continue
         w("  %-11s %6d %8d %10s  %s\n" % (k, runs, pages, human(pages * ps), meaning))
-        resv = sum(r[3].get("reserved", 0) for r in pm.runs if r[2] == "mmap") if k == "mmap" else 0
+        resv = pm.reserved_pages() if k == "mmap" else 0
         if resv:
             w("  %-11s %6s %8d %10s  of them PROT_NONE reservations' pages not yet made accessible: not "
               "committed (reserved=)\n" % ("", "", resv, human(resv * ps)))
@@ -1190,6 +1194,8 @@ def draw(path, title, pm, segs, base, end, samples, exit_at=None):
                        ("purged_bytes", "purged so far")):
         if key in h:
             lines.append("%-25s %s" % (label, human(h[key])))
+        if key == "mmap_bytes" and key in h and pm.reserved_pages():
+            lines.append("%-25s %s" % ("  reserved, not committed", human(pm.reserved_pages() * ps)))
     if "collisions" in h:
         lines.append("%-25s %d" % ("collisions", h["collisions"]))
     if lines:
