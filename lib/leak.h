@@ -1,6 +1,6 @@
-/* leak.h - leak checking (CONTIG_LEAKS): per-block allocation records, the conservative
- * reachability scan, suppressions and the report (the records kept as blocks are handed out are
- * leak_records.h's). Costs nothing while CONTIG_LEAKS is unset:
+/* leak.h - leak checking (CONTIG_LEAKS): the check the library and the API call, the conservative
+ * reachability scan (leak.c) with its suppressions and report (leak_report.c); the records kept as
+ * blocks are handed out are leak_records.h's. Costs nothing while CONTIG_LEAKS is unset:
  * the fast paths are switched off (G.slow_only) only when it is set. */
 #ifndef CONTIG_LEAK_H
 #define CONTIG_LEAK_H
