@@ -1,11 +1,12 @@
-/* stack.h - allocation stacks for leak checking: capture, deduplicate, symbolise.
- * Used only while CONTIG_LEAKS is set; nothing here runs on the plain fast paths. */
+/* stack.h - allocation stacks for leak checking: capture and deduplicate (stack.c), symbolise and
+ * format at report time (stack_sym.c). Used only while CONTIG_LEAKS is set; nothing here runs on
+ * the plain fast paths. */
 #ifndef CONTIG_STACK_H
 #define CONTIG_STACK_H
 
-/* Notes for leak.c (added by the stack side; the given signatures are unchanged):
- * - CONTIG_LEAKS_DEPTH (1..64, default 16) is read here, once, before the first capture; leak.c
- *   needs do nothing about it. Captures work from the first allocation that reaches us (a
+/* What the callers (leak_records.c, leak.c, leak_report.c) can rely on:
+ * - CONTIG_LEAKS_DEPTH (1..64, default 16) is read here, once, before the first capture; the
+ *   callers need do nothing about it. Captures work from the first allocation that reaches us (a
  *   dependency's constructor that runs before ours is covered); until environ is set they return 0.
  * - Capture: a cache of per-pc frame sizes learned from libgcc's DWARF walk steps over known
  *   frames with two loads (~0.2 us a capture instead of ~2 us); any unknown or doubtful frame
