@@ -1,6 +1,6 @@
 /* leak.h - leak checking (CONTIG_LEAKS): the check the library and the API call, the conservative
- * reachability scan (leak.c) with its suppressions and report (leak_report.c); the records kept as
- * blocks are handed out are leak_records.h's. Costs nothing while CONTIG_LEAKS is unset:
+ * reachability scan (leak.c), whose suppressions and report are leak_report.h's; the records kept
+ * as blocks are handed out are leak_records.h's. Costs nothing while CONTIG_LEAKS is unset:
  * the fast paths are switched off (G.slow_only) only when it is set. */
 #ifndef CONTIG_LEAK_H
 #define CONTIG_LEAK_H
@@ -14,10 +14,5 @@
  * Returns 0; -1 when leaks are not tracked (CONTIG_LEAKS unset; both counts 0); -2 when the check
  * was skipped (a line on stderr says why; both counts 0). */
 __attribute__((visibility("hidden"))) int leak_check(int at_exit, size_t *bytes, size_t *blocks);
-
-/* ---- the parts the unit tests drive on synthetic memory ---- */
-/* Match one suppression pattern ('*' wildcards; a substring match unless anchored with a leading
- * '^' or a trailing '$') against s. */
-__attribute__((visibility("hidden"))) int leak_pattern_match(const char *pat, const char *s);
 
 #endif

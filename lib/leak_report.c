@@ -3,7 +3,6 @@
  * group's frames, and the report, largest group first, in LeakSanitizer's form. The scan that
  * finds the blocks is leak.c's. */
 #include "leak_report.h"
-#include "leak.h"
 #include "stack.h"
 #include "common.h"
 #include "fmt.h"

@@ -16,4 +16,9 @@ __attribute__((visibility("hidden"))) void leak_group_add(uint32_t stack, int in
  * there is nothing), and store the unsuppressed leaked bytes and allocations. */
 __attribute__((visibility("hidden"))) void leak_report(size_t *bytes, size_t *blocks);
 
+/* Match one suppression pattern ('*' wildcards; a substring match unless anchored with a leading
+ * '^' or a trailing '$') against s: what the report matches each frame's function, module and
+ * file with (the unit tests drive it directly). */
+__attribute__((visibility("hidden"))) int leak_pattern_match(const char *pat, const char *s);
+
 #endif

@@ -4,12 +4,12 @@
  * asked. Each case runs in Check's own child (a fresh heap); without fork mode, or under
  * AddressSanitizer (whose shadow memory would be scanned), the scan cases are skipped. */
 #include "leak.h"
+#include "leak_report.h"
 #include "leak_records.h"
 #include "stack.h"
 #include "heap.h"
 #include "init.h"
 #include "alloc.h"
-#include "leak.h"
 #include "suites.h"
 #include <pthread.h>
 #include <stdlib.h>
