@@ -33,6 +33,8 @@ typedef struct heap {
 	_Atomic(int) abandoned;         /* 1 while no thread owns it */
 	_Atomic(int) drain_again;       /* a free into it found its lock taken: the holder collects
 	                                   the whole heap once more after it unlocks */
+	uint64_t kept_ms;               /* abandoned keeping its empty first runs for the next thread:
+	                                   when (os_now_ms, never 0); 0 otherwise. Under heaps_lock */
 	bool forked;                    /* abandoned by fork (heap_fork_child): its thread, gone in
 	                                   the child, may have been between two stores of a collect */
 	pthread_mutex_t lock;           /* held by whoever acts for an abandoned heap */

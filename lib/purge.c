@@ -11,16 +11,21 @@
 
 static pthread_cond_t purge_cond = PTHREAD_COND_INITIALIZER;
 static int purger;                  /* 0 none, 1 starting or running */
-static int purger_idle;             /* the purger waits with no deadline */
+static uint64_t purger_until;       /* the purger waits until this ms clock (UINT64_MAX: for
+                                       work, a while), 0: it is not waiting */
 static _Atomic(int) purger_deferred; /* wanted while the freeing thread held a library lock */
 static long purger_pid;             /* the process whose threads may start the purger */
+static uint64_t (*decay_fn)(uint64_t now);  /* the heaps' decay (region_set_decay) */
+static uint64_t decay_due = UINT64_MAX;     /* when the purger calls it next (ms clock) */
 
 void purge_fork_child(void)
 {
 	/* the purger did not come along: the child starts its own when it frees pages */
-	purger = purger_idle = 0;
+	purger = 0;
+	purger_until = 0;
 	purger_pid = (long)getpid();
 	atomic_store(&purger_deferred, 0);
+	/* a decay still due stays due: the child's purger, once one starts, runs it */
 }
 
 /* Give back the dirty pages of recycled free run idx. The run stays where it is, in its bin and
@@ -90,12 +95,15 @@ size_t region_purge(bool all)
 	return n << PAGE_SHIFT;
 }
 
-/* A free run just became dirty: it is due purge_ms from now, and an idle purger must know. */
-void purge_due_locked(void)
+/* A free run just became dirty, its pages freed at stamp (now, or earlier: region_free_since):
+ * it is due purge_ms after that, and an idle purger must know. */
+void purge_due_locked(uint32_t stamp)
 {
-	uint64_t due = os_now_ms() + G.cfg.purge_ms;
+	uint64_t now = os_now_ms();
+	uint32_t age = (uint32_t)now - stamp;           /* wraps safely, as purge_locked's */
+	uint64_t due = now - (age < now ? age : now) + G.cfg.purge_ms;
 	if (due < R.next_purge) R.next_purge = due;
-	if (purger_idle) pthread_cond_signal(&purge_cond);
+	if (due < purger_until) pthread_cond_signal(&purge_cond);
 }
 
 /* Taking n more clean pages would pass the limit: purge everything free first. True when the
@@ -160,7 +168,16 @@ static void *purger_main(void *arg)
 	range_lock();
 	for (;;) {
 		maybe_purge_locked();
-		if (R.next_purge == UINT64_MAX) {
+		if (decay_due != UINT64_MAX && os_now_ms() >= decay_due) {
+			/* the heaps' decay takes the heaps' locks and frees runs: not under this one */
+			decay_due = UINT64_MAX;
+			range_unlock();
+			uint64_t next = decay_fn(os_now_ms());
+			range_lock();
+			if (next < decay_due) decay_due = next;
+			continue;
+		}
+		if (R.next_purge == UINT64_MAX && decay_due == UINT64_MAX) {
 			/* Nothing dirty: linger a little, then end, so that the purger never keeps a
 			 * process alive whose last thread has gone (pthread_exit from main, a child
 			 * forked from a thread). The next free of pages starts it again. */
@@ -168,17 +185,17 @@ static void *purger_main(void *arg)
 			clock_gettime(CLOCK_MONOTONIC, &ts);
 			ts.tv_nsec += 200000000L;
 			if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
-			purger_idle = 1;
+			purger_until = UINT64_MAX;
 			range_wait(&purge_cond, &ts);
-			purger_idle = 0;
-			if (R.next_purge == UINT64_MAX) {
+			purger_until = 0;
+			if (R.next_purge == UINT64_MAX && decay_due == UINT64_MAX) {
 				purger = 0;
 				range_unlock();
 				return NULL;
 			}
 			continue;
 		}
-		uint64_t due = R.next_purge;
+		uint64_t due = R.next_purge < decay_due ? R.next_purge : decay_due;
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		uint64_t now = os_now_ms();
@@ -186,7 +203,9 @@ static void *purger_main(void *arg)
 		ts.tv_sec += (time_t)(wait / 1000);
 		ts.tv_nsec += (long)(wait % 1000) * 1000000L + 2000000L;   /* past the coarse clock's tick */
 		while (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
+		purger_until = due;       /* an earlier due time wakes it (purge_due_locked) */
 		range_wait(&purge_cond, &ts);
+		purger_until = 0;
 	}
 	return NULL;
 }
@@ -219,7 +238,7 @@ void purger_start(void)
  * lock (pthread_create allocates). */
 bool purger_wanted_locked(void)
 {
-	if (purger || !R.dirty_runs || !G.cfg.purge_ms || G.slow_only) return false;
+	if (purger || (!R.dirty_runs && decay_due == UINT64_MAX) || !G.cfg.purge_ms || G.slow_only) return false;
 	/* A child made by a raw clone(2), not fork(): no atfork handler ran for it, and with
 	 * CLONE_VM it is not a thread glibc knows: pthread_create there hung the child (and the
 	 * parent waiting for it). Its freed pages go back on its next calls instead. */
@@ -233,6 +252,26 @@ bool purger_wanted_locked(void)
 	atomic_store_explicit(&purger_deferred, 0, memory_order_relaxed);
 	purger = 1;
 	return true;
+}
+
+void region_set_decay(uint64_t (*fn)(uint64_t now)) { decay_fn = fn; }
+
+/* A decay can run: there is a purge delay, and a purger this process may start (not while
+ * leaks are tracked, not in a raw clone child: purger_wanted_locked). */
+bool region_decay_ok(void)
+{
+	return decay_fn && G.cfg.purge_ms && !G.slow_only && (long)getpid() == purger_pid;
+}
+
+/* Called with no library lock held (the purger may be started here). */
+void region_decay_at(uint64_t due_ms)
+{
+	range_lock();
+	if (due_ms < decay_due) decay_due = due_ms;
+	if (due_ms < purger_until) pthread_cond_signal(&purge_cond);
+	bool start = purger_wanted_locked();
+	range_unlock();
+	if (start) purger_start();
 }
 
 void region_purger_kick(void)

@@ -24,6 +24,7 @@ HIDDEN page_t *region_alloc(size_t npages, uint8_t kind, int flags);
 HIDDEN page_t *region_alloc_aligned(size_t npages, size_t align, uint8_t kind, int flags);
 HIDDEN page_t *region_alloc_run(bool big, int flags);   /* a one-page PK_SMALL run for a heap */
 HIDDEN void region_free(page_t *head);
+HIDDEN void region_free_since(page_t *head, uint64_t since_ms);  /* its pages freed at since (os_now_ms) */
 HIDDEN void region_purger_kick(void);      /* start the purger if a free under a lock wanted it */
 HIDDEN int region_resize(page_t *head, size_t newpages, int flags);   /* flags: 0 or RUN_RESERVE */
 HIDDEN void region_fork_child(void);
@@ -40,6 +41,12 @@ HIDDEN void region_get_stats(region_stats_t *rs);
 
 /* ---- purging and the limit (purge.c) ---- */
 HIDDEN size_t region_purge(bool all);              /* bytes returned to the OS */
+/* The heaps' decay (heap.c): runs the heaps keep for a while (an exited thread's, for the next
+ * thread) go back when fn says, called by the purger with no library lock held: fn(now) gives
+ * back what is due and returns when it is next called (UINT64_MAX: not until asked again). */
+HIDDEN void region_set_decay(uint64_t (*fn)(uint64_t now));
+HIDDEN bool region_decay_ok(void);                  /* whether the purger can run a decay here */
+HIDDEN void region_decay_at(uint64_t due_ms);      /* have fn called at due (os_now_ms), or soon after */
 HIDDEN void region_set_limit_pages(size_t pages);  /* 0 = none */
 
 /* ---- huge pages (huge.c) ---- */

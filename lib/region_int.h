@@ -54,7 +54,7 @@ HIDDEN void huge_unadvise_locked(size_t a, size_t b);   /* pages [a, b) lose the
 HIDDEN void purge_init_limit(void);
 HIDDEN size_t purge_locked(bool all);
 HIDDEN void maybe_purge_locked(void);
-HIDDEN void purge_due_locked(void);        /* a free run just became dirty */
+HIDDEN void purge_due_locked(uint32_t stamp); /* a free run just became dirty, freed at stamp */
 HIDDEN bool limit_make_room_locked(size_t n);
 HIDDEN bool purger_wanted_locked(void);
 HIDDEN void purger_start(void);

@@ -123,7 +123,7 @@ void run_insert_free(size_t idx, size_t n, uint32_t stamp, bool dirty)
 	}
 	if (dirty && h->stamp != CLEAN_STAMP) {
 		R.dirty_runs++;
-		purge_due_locked();
+		purge_due_locked(h->stamp);
 	}
 	bin_insert(idx);
 }
@@ -234,12 +234,12 @@ static bool merge_sets_locked(void)
 
 page_t *region_alloc(size_t n, uint8_t kind, int flags) { return region_alloc_aligned(n, 0, kind, flags); }
 
-static bool free_locked(page_t *h);
+static bool free_locked(page_t *h, uint32_t stamp);
 
 bool huge_stash_release_locked(void)
 {
 	bool start = false;
-	while (R.nhuge > 0) start |= free_locked(R.huge[--R.nhuge]);
+	while (R.nhuge > 0) start |= free_locked(R.huge[--R.nhuge], now_stamp());
 	return start;
 }
 
@@ -466,8 +466,9 @@ static bool dirtied_locked(void)
 	return purger_wanted_locked();
 }
 
-/* Whether the purger must be started once the lock is dropped. */
-static bool free_locked(page_t *h)
+/* Whether the purger must be started once the lock is dropped. stamp: when its pages were
+ * freed (coarse ms clock), which is when they become due for the purger. */
+static bool free_locked(page_t *h, uint32_t stamp)
 {
 	size_t idx = page_idx(h), n = run_len(h);
 	uint8_t was = h->kind;
@@ -492,17 +493,19 @@ static bool free_locked(page_t *h)
 		}
 	}
 	h->flags |= PF_DIRTY;
-	run_insert_free(idx, n, now_stamp(), true);
+	run_insert_free(idx, n, stamp, true);
 	release_top_locked(false);
 	return dirtied_locked();
 }
-void region_free(page_t *h)
+void region_free(page_t *h) { region_free_since(h, os_now_ms()); }
+
+void region_free_since(page_t *h, uint64_t since_ms)
 {
 	/* A large block's caller holds nothing but h now: asked 0 first, so that a leak check that
 	 * stops it at the lock below takes the block for one going away, not for a leak. */
 	if (h->kind == PK_LARGE) __atomic_store_n(&h->asked, 0, __ATOMIC_RELAXED);
 	range_lock();
-	bool start = free_locked(h);
+	bool start = free_locked(h, (uint32_t)since_ms);
 	range_unlock();
 	if (start) purger_start();
 }

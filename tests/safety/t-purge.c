@@ -13,17 +13,27 @@
  *          fails on locked pages, and their old bytes came back (exit 77 when mlock is refused)
  *   orphan: 512 MiB of 1000-byte blocks from a thread that then exits, freed by the main
  *          thread, back after 3 x CONTIG_PURGE_MS with no further call (the frees drain the
- *          exited thread's heap under its lock, where the purger could not be started) */
+ *          exited thread's heap under its lock, where the purger could not be started)
+ *   adopt [kept|none]: a thread takes three 200-byte blocks, frees them (first, last, middle) and
+ *          exits; the next thread's first malloc(200) gets the middle one (kept: the exited
+ *          thread's run of that class waits for it as it was left, free list and all) or not
+ *          (none: CONTIG_PURGE_MS=0 keeps nothing, the run went back)
+ *   exited: a thread fills the first run of 40 classes and frees it all; the committed bytes
+ *          (contig_get_stats) it held after it exits are back within 3 x CONTIG_PURGE_MS with
+ *          no further call, though the runs wait for a next thread first */
 #include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
+#include "contig.h"
 #include "testutil.h"
 
 #define MIB ((size_t)1 << 20)
@@ -92,6 +102,100 @@ static int orphan(size_t start, long ms)
 	return 0;
 }
 
+static void *adopt_first(void *arg)
+{
+	uintptr_t *y = arg;
+	char *a = malloc(200), *b = malloc(200), *c = malloc(200);
+	CHECK(a && b && c, "malloc(200) failed");
+	*y = (uintptr_t)b;                      /* the head of the free list the thread leaves */
+	free(a);
+	free(c);
+	free(b);
+	return NULL;
+}
+
+static void *adopt_second(void *arg)
+{
+	void **got = arg;
+	*got = malloc(200);
+	return NULL;
+}
+
+static int adopt(const char *want)
+{
+	uintptr_t y = 0;
+	void *got = NULL;
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, adopt_first, &y) == 0, "pthread_create failed");
+	pthread_join(t, NULL);
+	CHECK(pthread_create(&t, NULL, adopt_second, &got) == 0, "pthread_create failed");
+	pthread_join(t, NULL);
+	CHECK(got != NULL, "malloc(200) failed");
+	bool kept = (uintptr_t)got == y;
+	printf("t-purge adopt: the exited thread's last free %#lx, the next thread's first malloc %p: %s\n",
+	       (unsigned long)y, got,
+	       kept ? "the same block (its run was kept)" : "another block");
+	if (strcmp(want, "kept") == 0)
+		CHECK(kept, "adopt: the next thread did not get the exited thread's run back as it was left");
+	else
+		CHECK(!kept, "adopt: with CONTIG_PURGE_MS=0 the exited thread's run was kept");
+	return 0;
+}
+
+#define EXIT_CLASSES 40
+static void *exited_thread(void *arg)
+{
+	(void)arg;
+	static void *b[EXIT_CLASSES][64];
+	for (int c = 0; c < EXIT_CLASSES; c++) {
+		size_t n = 16 + (size_t)c * 96;         /* 16 B .. 3760 B: a run of each class */
+		for (int i = 0; i < 64; i++) {
+			b[c][i] = malloc(n);
+			CHECK(b[c][i] != NULL, "malloc(%zu) failed", n);
+			memset(b[c][i], 1, n);
+		}
+	}
+	for (int c = 0; c < EXIT_CLASSES; c++)
+		for (int i = 0; i < 64; i++) free(b[c][i]);
+	return NULL;
+}
+
+static size_t committed(void)
+{
+	contig_stats_t st;
+	TU_STATS(&st);
+	return st.committed;
+}
+
+static void *nothing(void *arg) { return arg; }
+
+static int exited(long ms)
+{
+	/* a first thread, and time for what it leaves, so that c0 has what any thread costs the
+	 * program (its TLS, libc's per-thread blocks) */
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, nothing, NULL) == 0, "pthread_create failed");
+	pthread_join(t, NULL);
+	sleep_ms(3 * (ms > 0 ? ms : 1) + 10);
+	size_t c0 = committed();
+	CHECK(pthread_create(&t, NULL, exited_thread, NULL) == 0, "pthread_create failed");
+	pthread_join(t, NULL);
+	size_t c1 = committed();
+	sleep_ms(3 * (ms > 0 ? ms : 1) + 10);
+	size_t c2 = committed();
+	for (int waited = 0; c2 > c0 + 256 * 1024 && waited < 1000; waited += 20) {
+		sleep_ms(20);
+		c2 = committed();
+	}
+	printf("t-purge exited: committed %zu KiB before the thread, %zu KiB once it exited, %zu KiB after 3 x %ld ms\n",
+	       c0 >> 10, c1 >> 10, c2 >> 10, ms);
+	CHECK(c1 >= c0 + MIB, "exited: the thread's runs were not committed after it exited (%zu -> %zu KiB)",
+	      c0 >> 10, c1 >> 10);
+	CHECK(c2 <= c0 + 256 * 1024, "exited: %zu KiB still committed after 3 x CONTIG_PURGE_MS, %zu before the thread",
+	      c2 >> 10, c0 >> 10);
+	return 0;
+}
+
 static size_t nonzero(const unsigned char *p, size_t n)
 {
 	size_t c = 0;
@@ -144,6 +248,8 @@ int main(int argc, char **argv)
 	if (strcmp(mode, "shrink") == 0) return shrink(start);
 	if (strcmp(mode, "orphan") == 0) return orphan(start, ms);
 	if (strcmp(mode, "locked") == 0) return locked();
+	if (strcmp(mode, "adopt") == 0) return adopt(argc > 2 ? argv[2] : "kept");
+	if (strcmp(mode, "exited") == 0) return exited(ms);
 	for (size_t i = 0; i < NBLK; i++) {
 		blk[i] = malloc(BLK);
 		CHECK(blk[i] != NULL, "malloc(64 KiB) failed after %zu MiB", i * BLK >> 20);
