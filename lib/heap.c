@@ -451,11 +451,14 @@ static uint64_t heap_decay(uint64_t now)
 			continue;
 		}
 		h->kept_ms = 0;
-		pthread_mutex_lock(&h->lock);
-		locks_held++;
-		tidy_heap_since(h, false, k);
-		locks_held--;
-		pthread_mutex_unlock(&h->lock);
+		/* a free into h that found the lock held left drain_again for the holder: once more */
+		do {
+			pthread_mutex_lock(&h->lock);
+			locks_held++;
+			tidy_heap_since(h, false, k);
+			locks_held--;
+			pthread_mutex_unlock(&h->lock);
+		} while (atomic_exchange(&h->drain_again, 0));
 	}
 	locks_held--;
 	pthread_mutex_unlock(&heaps_lock);
@@ -838,11 +841,13 @@ static void collect_all(bool keep_first)
 	pthread_mutex_lock(&heaps_lock);
 	locks_held++;
 	for (heap_t *h = heaps_abandoned; h; h = h->next_abandoned) {
-		pthread_mutex_lock(&h->lock);
-		locks_held++;
-		tidy_heap(h, false);
-		locks_held--;
-		pthread_mutex_unlock(&h->lock);
+		do {                    /* and again for a free that found the lock held (drain_again) */
+			pthread_mutex_lock(&h->lock);
+			locks_held++;
+			tidy_heap(h, false);
+			locks_held--;
+			pthread_mutex_unlock(&h->lock);
+		} while (atomic_exchange(&h->drain_again, 0));
 	}
 	locks_held--;
 	pthread_mutex_unlock(&heaps_lock);
