@@ -24,7 +24,7 @@ HIDDEN page_t *region_alloc(size_t npages, uint8_t kind, int flags);
 HIDDEN page_t *region_alloc_aligned(size_t npages, size_t align, uint8_t kind, int flags);
 HIDDEN page_t *region_alloc_run(bool big, int flags);   /* a one-page PK_SMALL run for a heap */
 HIDDEN void region_free(page_t *head);
-HIDDEN void region_free_since(page_t *head, uint64_t since_ms);  /* its pages freed at since (os_now_ms) */
+HIDDEN void region_free_since(page_t *head, uint64_t since_ms);  /* its pages freed at since (os_now_ms; 0: now) */
 HIDDEN void region_purger_kick(void);      /* start the purger if a free under a lock wanted it */
 HIDDEN int region_resize(page_t *head, size_t newpages, int flags);   /* flags: 0 or RUN_RESERVE */
 HIDDEN void region_fork_child(void);

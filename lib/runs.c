@@ -497,15 +497,16 @@ static bool free_locked(page_t *h, uint32_t stamp)
 	release_top_locked(false);
 	return dirtied_locked();
 }
-void region_free(page_t *h) { region_free_since(h, os_now_ms()); }
+void region_free(page_t *h) { region_free_since(h, 0); }
 
 void region_free_since(page_t *h, uint64_t since_ms)
 {
-	/* A large block's caller holds nothing but h now: asked 0 first, so that a leak check that
-	 * stops it at the lock below takes the block for one going away, not for a leak. */
+	/* A large block's caller holds nothing but h now: asked 0 first, before anything else (the
+	 * clock read too), so that a leak check that stops it here takes the block for one going
+	 * away, not for a leak. */
 	if (h->kind == PK_LARGE) __atomic_store_n(&h->asked, 0, __ATOMIC_RELAXED);
 	range_lock();
-	bool start = free_locked(h, (uint32_t)since_ms);
+	bool start = free_locked(h, since_ms ? (uint32_t)since_ms : now_stamp());
 	range_unlock();
 	if (start) purger_start();
 }
