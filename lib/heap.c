@@ -225,8 +225,7 @@ static void page_release_since(heap_t *h, page_t *pg, uint64_t since)
 	}
 	page_set_heap(pg, NULL);
 	h->nruns--;
-	if (since) region_free_since(pg, since);
-	else region_free(pg);
+	region_free_since(pg, since);
 }
 
 static void page_release(heap_t *h, page_t *pg) { page_release_since(h, pg, 0); }
@@ -409,6 +408,20 @@ static void tidy_heap_since(heap_t *h, bool keep_first, uint64_t since)
 
 static void tidy_heap(heap_t *h, bool keep_first) { tidy_heap_since(h, keep_first, 0); }
 
+/* Under heaps_lock: act for abandoned heap h, giving back every empty run (freed as of since, 0:
+ * now), and once more for a free into h that found its lock held and left drain_again to the
+ * holder (drain_abandoned's protocol: the flag is stored before the lock is tried again). */
+static void tidy_abandoned(heap_t *h, uint64_t since)
+{
+	do {
+		pthread_mutex_lock(&h->lock);
+		locks_held++;
+		tidy_heap_since(h, false, since);
+		locks_held--;
+		pthread_mutex_unlock(&h->lock);
+	} while (atomic_exchange(&h->drain_again, 0));
+}
+
 /* The thread leaves: its heap is abandoned, for a thread that starts later to adopt. Its empty
  * runs go back, but for the first of each class, which malloc was serving from: those wait half
  * a purge delay for the next thread (heap_decay), which then serves from memory that is resident
@@ -451,14 +464,7 @@ static uint64_t heap_decay(uint64_t now)
 			continue;
 		}
 		h->kept_ms = 0;
-		/* a free into h that found the lock held left drain_again for the holder: once more */
-		do {
-			pthread_mutex_lock(&h->lock);
-			locks_held++;
-			tidy_heap_since(h, false, k);
-			locks_held--;
-			pthread_mutex_unlock(&h->lock);
-		} while (atomic_exchange(&h->drain_again, 0));
+		tidy_abandoned(h, k);
 	}
 	locks_held--;
 	pthread_mutex_unlock(&heaps_lock);
@@ -840,15 +846,7 @@ static void collect_all(bool keep_first)
 	}
 	pthread_mutex_lock(&heaps_lock);
 	locks_held++;
-	for (heap_t *h = heaps_abandoned; h; h = h->next_abandoned) {
-		do {                    /* and again for a free that found the lock held (drain_again) */
-			pthread_mutex_lock(&h->lock);
-			locks_held++;
-			tidy_heap(h, false);
-			locks_held--;
-			pthread_mutex_unlock(&h->lock);
-		} while (atomic_exchange(&h->drain_again, 0));
-	}
+	for (heap_t *h = heaps_abandoned; h; h = h->next_abandoned) tidy_abandoned(h, 0);
 	locks_held--;
 	pthread_mutex_unlock(&heaps_lock);
 	region_purger_kick();

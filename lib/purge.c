@@ -168,11 +168,12 @@ static void *purger_main(void *arg)
 	range_lock();
 	for (;;) {
 		maybe_purge_locked();
-		if (decay_due != UINT64_MAX && os_now_ms() >= decay_due) {
+		uint64_t t = os_now_ms();
+		if (decay_due <= t) {
 			/* the heaps' decay takes the heaps' locks and frees runs: not under this one */
 			decay_due = UINT64_MAX;
 			range_unlock();
-			uint64_t next = decay_fn(os_now_ms());
+			uint64_t next = decay_fn(t);
 			range_lock();
 			if (next < decay_due) decay_due = next;
 			continue;
