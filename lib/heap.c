@@ -261,7 +261,11 @@ static void page_to_full(heap_t *h, page_t *pg)
 	}
 }
 
-static void drain_delayed(heap_t *h)
+/* Put the full pages that got a remote free back on their lists, and take their remote frees
+ * back now: a run that the other threads emptied goes back at once (as of since, 0: now), not
+ * when malloc next reaches it in its list, which for a class the thread no longer asks for (a
+ * producer that handed its blocks on and moved to other work) is never. */
+static void drain_delayed(heap_t *h, uint64_t since)
 {
 	page_t *pg = atomic_exchange_explicit(&h->delayed, NULL, memory_order_acquire);
 	while (pg) {
@@ -272,6 +276,12 @@ static void drain_delayed(heap_t *h)
 		if (page_hot(pg)->used & USED_UNLISTED) {
 			page_hot(pg)->used &= ~USED_UNLISTED;
 			list_push_back(h, pg);
+			collect_remote(pg);
+			/* (not the first of its list: that one stays, as tidy_page keeps it) */
+			if ((page_hot(pg)->used & USED_MASK) == 0 && h->pages[pg->cls] != pg) {
+				list_remove(h, pg);
+				page_release_since(h, pg, since);
+			}
 		}
 		pg = next;
 	}
@@ -395,7 +405,7 @@ static void tidy_page(heap_t *h, page_t *pg, bool keep_first) { tidy_page_since(
 /* tidy_page for every run of h; the empty runs it gives back were freed as of since (0: now). */
 static void tidy_heap_since(heap_t *h, bool keep_first, uint64_t since)
 {
-	drain_delayed(h);
+	drain_delayed(h, since);
 	for (int c = 1; c < NCLASS; c++) {
 		page_t *pg = h->pages[c];
 		while (pg != &page_empty) {
@@ -678,7 +688,7 @@ void *heap_alloc_class(unsigned cls)
 
 static void *alloc_class_in(heap_t *h, unsigned cls)
 {
-	if (atomic_load_explicit(&h->delayed, memory_order_relaxed)) drain_delayed(h);
+	if (atomic_load_explicit(&h->delayed, memory_order_relaxed)) drain_delayed(h, 0);
 	page_t *pg = h->pages[cls];
 	while (pg != &page_empty) {
 		if (page_hot(pg)->free) break;
@@ -816,7 +826,7 @@ static NOINLINE void drain_abandoned(heap_t *h, page_t *pg)
 		}
 		locks_held++;
 		if (atomic_load(&h->abandoned)) {
-			drain_delayed(h);
+			drain_delayed(h, 0);
 			if (whole) tidy_heap(h, false);
 			/* pg may have been given back since the bit went in, and even made another
 			 * kind of run, whose fields overlay hot: it is h's only while it is a small

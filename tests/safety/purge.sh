@@ -5,8 +5,8 @@
 # on malloc_trim(0) and contig_purge() while CONTIG_PURGE_MS=60000 keeps the purger away (t-purge
 # checks the memory is still resident before the call). The JSON counts the purged bytes. The tail
 # a realloc cuts off goes back at once under CONTIG_PURGE_MS=0; an exited thread's blocks freed by
-# another thread go back in time with no further call, and so do the first runs an exited thread
-# leaves for the next one (which gets them as they were: adopt). Freed mlock'ed blocks handed out
+# another thread go back in time with no further call, so do a live thread's blocks another thread
+# freed (handoff), and so do the first runs an exited thread leaves for the next one (which gets them as they were: adopt). Freed mlock'ed blocks handed out
 # again by calloc or mmap read as zero (MADV_DONTNEED refuses locked pages).
 . "${TESTS_SRCDIR:-$(dirname "$0")/..}/safety/common.sh"
 
@@ -36,6 +36,8 @@ for ms in 0 60000; do
 done
 run "$t" orphan
 expect_rc "default CONTIG_PURGE_MS, t-purge orphan" 0 && cat "$TMPD/out"
+run "$t" handoff
+expect_rc "default CONTIG_PURGE_MS, t-purge handoff" 0 && cat "$TMPD/out"
 # An exited thread's first runs wait for the next thread (which gets them as they were left), and
 # go back within the delay all the same; with CONTIG_PURGE_MS=0 nothing waits.
 run CONTIG_PURGE_MS=10000 "$t" adopt kept

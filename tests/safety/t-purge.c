@@ -102,6 +102,41 @@ static int orphan(size_t start, long ms)
 	return 0;
 }
 
+static void *handoff_thread(void *arg)
+{
+	for (size_t i = 0; i < ORPHANS; i++) free(orphan_blocks[i]);
+	return arg;
+}
+
+static int handoff(size_t start, long ms)
+{
+	static void *other[200];
+	for (size_t i = 0; i < ORPHANS; i++) {
+		orphan_blocks[i] = malloc(1000);
+		CHECK(orphan_blocks[i] != NULL, "malloc(1000) failed");
+		memset(orphan_blocks[i], 1, 1000);
+	}
+	size_t full = rss();
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, handoff_thread, NULL) == 0, "pthread_create failed");
+	pthread_join(t, NULL);
+	for (int i = 0; i < 200; i++) {
+		other[i] = malloc(3000);
+		CHECK(other[i] != NULL, "malloc(3000) failed");
+		memset(other[i], 2, 3000);
+	}
+	for (int i = 0; i < 200; i++) free(other[i]);
+	sleep_ms(3 * (ms > 0 ? ms : 1) + 10);
+	for (int waited = 0; rss() > start + 32 * MIB && waited < 1000; waited += 20)
+		sleep_ms(20);
+	size_t after = rss();
+	printf("t-purge handoff: RSS %zu MiB at start, %zu MiB with 512 MiB live, %zu MiB after another thread freed it\n",
+	       start >> 20, full >> 20, after >> 20);
+	CHECK(after <= start + 32 * MIB, "handoff: RSS %zu MiB after another thread freed everything, started at %zu MiB",
+	      after >> 20, start >> 20);
+	return 0;
+}
+
 static void *adopt_first(void *arg)
 {
 	uintptr_t *y = arg;
@@ -251,6 +286,7 @@ int main(int argc, char **argv)
 	start = rss();
 	if (strcmp(mode, "shrink") == 0) return shrink(start);
 	if (strcmp(mode, "orphan") == 0) return orphan(start, ms);
+	if (strcmp(mode, "handoff") == 0) return handoff(start, ms);
 	if (strcmp(mode, "locked") == 0) return locked();
 	if (strcmp(mode, "adopt") == 0) return adopt(argc > 2 ? argv[2] : "kept");
 	if (strcmp(mode, "exited") == 0) return exited(ms);

@@ -76,6 +76,40 @@ START_TEST(remote_frees_come_back)
 }
 END_TEST
 
+/* A thread hands its blocks to another, which frees them all, and moves on to other sizes: the
+ * runs the frees emptied leave its heap at its next trip to the slow path (any class's), not
+ * when it next asks for their class, which may be never. At most the class's first run (which
+ * malloc serves from) and the heap's spare one-page runs stay. */
+START_TEST(handed_off_runs_go_back)
+{
+	for (int i = 0; i < XN; i++) xblocks[i] = alloc_malloc(100);
+	page_t *first = page_of(xblocks[0]);
+	ck_assert_int_eq(first->kind, PK_SMALL);
+	heap_t *h = page_heap(first);
+	unsigned cls = first->cls;
+	pthread_t t;
+	pthread_create(&t, NULL, free_all, NULL);
+	pthread_join(t, NULL);
+	/* blocks of another class, enough to run one of its pages dry */
+	enum { OTHER = 200 };
+	static void *other[OTHER];
+	for (int i = 0; i < OTHER; i++) other[i] = alloc_malloc(3000);
+	int runs = 0, held = 0;
+	page_t *seen = NULL;
+	for (int i = 0; i < XN; i++) {
+		page_t *pg = page_of(xblocks[i]);
+		if (pg->kind == PK_CONT) pg -= pg->head_off;
+		if (pg == seen) continue;
+		seen = pg;
+		runs++;
+		if (pg->kind == PK_SMALL && page_heap(pg) == h && pg->cls == cls) held++;
+	}
+	ck_assert_int_ge(runs, 20);
+	ck_assert_int_le(held, 1 + HEAP_SPARES);
+	for (int i = 0; i < OTHER; i++) alloc_free(other[i]);
+}
+END_TEST
+
 static void *alloc_and_exit(void *arg)
 {
 	(void)arg;
@@ -663,6 +697,7 @@ Suite *heap_suite(void)
 	tcase_add_test(t, small_blocks);
 	tcase_add_test(t, freed_block_reused);
 	tcase_add_test(t, remote_frees_come_back);
+	tcase_add_test(t, handed_off_runs_go_back);
 	tcase_add_test(t, remote_frees_set_freed_bits);
 	tcase_add_test(t, remote_frees_race_with_collection);
 	tcase_add_test(t, freeing_thread_adopts_at_first_malloc);
