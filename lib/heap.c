@@ -264,7 +264,9 @@ static void page_to_full(heap_t *h, page_t *pg)
 /* Put the full pages that got a remote free back on their lists, and take their remote frees
  * back now: a run that the other threads emptied goes back at once (as of since, 0: now), not
  * when malloc next reaches it in its list, which for a class the thread no longer asks for (a
- * producer that handed its blocks on and moved to other work) is never. */
+ * producer that handed its blocks on and moved to other work) is never. A run that still holds
+ * live blocks gets no word when the next frees come (it is on its list): the sweep looks at it
+ * if its class goes idle. */
 static void drain_delayed(heap_t *h, uint64_t since)
 {
 	page_t *pg = atomic_exchange_explicit(&h->delayed, NULL, memory_order_acquire);
@@ -278,9 +280,12 @@ static void drain_delayed(heap_t *h, uint64_t since)
 			list_push_back(h, pg);
 			collect_remote(pg);
 			/* (not the first of its list: that one stays, as tidy_page keeps it) */
-			if ((page_hot(pg)->used & USED_MASK) == 0 && h->pages[pg->cls] != pg) {
+			if (h->pages[pg->cls] == pg) {
+			} else if ((page_hot(pg)->used & USED_MASK) == 0) {
 				list_remove(h, pg);
 				page_release_since(h, pg, since);
+			} else if (!h->sweep_at) {
+				h->sweep_at = 1;        /* more frees may empty it: sweep_idle */
 			}
 		}
 		pg = next;
@@ -675,6 +680,61 @@ static NOINLINE void *alloc_dying(unsigned cls)
 	return p;
 }
 
+/* Sweeping. A run the drain put back with live blocks left gets the rest of its remote frees
+ * without a word to the owner; if its class is still asked for, malloc reaches it and takes them,
+ * but a class the thread stopped asking for would keep it, emptied, for good. So while such runs
+ * may exist, every SWEEP_EVERY slow paths look at the clock, and every sweep_ms (from half the
+ * purge delay, doubling while sweeps give nothing back, up to SWEEP_MAX_MS) take back the remote
+ * frees of the runs of the classes whose slow path did not run since the last sweep (not their
+ * first run, which stays, as an exiting thread's does), and give the emptied ones back. The
+ * busy classes are left to malloc, which visits their runs anyway. */
+#define SWEEP_EVERY 64
+#define SWEEP_MAX_MS 10000
+
+static NOINLINE void sweep_idle(heap_t *h)
+{
+	uint64_t now = os_now_ms();
+	uint32_t base = (uint32_t)(G.cfg.purge_ms / 2);
+	if (h->sweep_at == 1) {                 /* wanted since the last look: the wait starts now */
+		h->sweep_ms = base;
+		h->sweep_at = now + base;
+		return;
+	}
+	if (now < h->sweep_at) return;
+	/* (not wanted while it runs: a run given back may start the purger, whose pthread_create
+	 * allocates, and a malloc down the slow path then must not sweep the lists walked here) */
+	h->sweep_at = 0;
+	bool left = false;
+	uint32_t gave = 0;
+	for (int c = 1; c < NCLASS; c++) {
+		page_t *first = h->pages[c];
+		if (first == &page_empty || !first->next) continue;
+		if (h->active[c >> 6] & (1ull << (c & 63))) {
+			left = true;            /* the runs behind its first may get frees: look again */
+			continue;
+		}
+		for (page_t *pg = PG(first->next); pg != &page_empty;) {
+			page_t *next = pg->next ? PG(pg->next) : &page_empty;
+			if (__atomic_load_n(&pg->owner, __ATOMIC_RELAXED) & PAGE_REMOTE) {
+				collect_remote(pg);
+				if ((page_hot(pg)->used & USED_MASK) == 0) {
+					list_remove(h, pg);
+					page_release(h, pg);
+					gave++;
+				} else
+					left = true;
+			}
+			pg = next;
+		}
+	}
+	for (size_t i = 0; i < sizeof h->active / sizeof h->active[0]; i++) h->active[i] = 0;
+	if (!left) return;
+	uint32_t cap = base > SWEEP_MAX_MS ? base : SWEEP_MAX_MS;
+	if (gave) h->sweep_ms = base;
+	else h->sweep_ms = h->sweep_ms == 0 ? 1 : h->sweep_ms > cap / 2 ? cap : h->sweep_ms * 2;
+	h->sweep_at = now + h->sweep_ms;
+}
+
 void *heap_alloc_class(unsigned cls)
 {
 	heap_t *h = heap_tls;
@@ -689,6 +749,8 @@ void *heap_alloc_class(unsigned cls)
 static void *alloc_class_in(heap_t *h, unsigned cls)
 {
 	if (atomic_load_explicit(&h->delayed, memory_order_relaxed)) drain_delayed(h, 0);
+	h->active[cls >> 6] |= 1ull << (cls & 63);
+	if (unlikely(h->sweep_at) && ++h->sweep_tick % SWEEP_EVERY == 0) sweep_idle(h);
 	page_t *pg = h->pages[cls];
 	while (pg != &page_empty) {
 		if (page_hot(pg)->free) break;

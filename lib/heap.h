@@ -28,6 +28,11 @@ typedef struct heap {
 	page_t *spare[HEAP_SPARES];     /* empty one-page runs kept for the next class that needs one */
 	int nspare;
 	uint32_t nruns;                 /* small runs this heap owns, spares included */
+	uint64_t active[(NCLASS + 63) / 64]; /* classes whose slow path ran since the last sweep */
+	uint64_t sweep_at;              /* when the slow path sweeps the idle classes next (os_now_ms;
+	                                   1: wanted, not timed yet; 0: not wanted) */
+	uint32_t sweep_ms;              /* the wait after a sweep: doubles while sweeps give nothing */
+	uint32_t sweep_tick;            /* slow paths, for looking at the clock every SWEEP_EVERY */
 	/* touched by other threads: kept off the owner's cache lines */
 	_Alignas(64) _Atomic(page_t *) delayed; /* full pages that got a remote free */
 	_Atomic(int) abandoned;         /* 1 while no thread owns it */

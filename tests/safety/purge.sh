@@ -38,6 +38,8 @@ run "$t" orphan
 expect_rc "default CONTIG_PURGE_MS, t-purge orphan" 0 && cat "$TMPD/out"
 run "$t" handoff
 expect_rc "default CONTIG_PURGE_MS, t-purge handoff" 0 && cat "$TMPD/out"
+run "$t" handoff late
+expect_rc "default CONTIG_PURGE_MS, t-purge handoff late" 0 && cat "$TMPD/out"
 # An exited thread's first runs wait for the next thread (which gets them as they were left), and
 # go back within the delay all the same; with CONTIG_PURGE_MS=0 nothing waits.
 run CONTIG_PURGE_MS=10000 "$t" adopt kept

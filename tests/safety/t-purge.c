@@ -104,34 +104,55 @@ static int orphan(size_t start, long ms)
 
 static void *handoff_thread(void *arg)
 {
-	for (size_t i = 0; i < ORPHANS; i++) free(orphan_blocks[i]);
-	return arg;
+	size_t step = (uintptr_t)arg >> 1, from = (uintptr_t)arg & 1;
+	for (size_t i = from; i < ORPHANS; i += step) free(orphan_blocks[i]);
+	return NULL;
 }
 
-static int handoff(size_t start, long ms)
+/* blocks of another size, 200 at a time: the slow path of their class runs */
+static void other_work(void)
 {
 	static void *other[200];
-	for (size_t i = 0; i < ORPHANS; i++) {
-		orphan_blocks[i] = malloc(1000);
-		CHECK(orphan_blocks[i] != NULL, "malloc(1000) failed");
-		memset(orphan_blocks[i], 1, 1000);
-	}
-	size_t full = rss();
-	pthread_t t;
-	CHECK(pthread_create(&t, NULL, handoff_thread, NULL) == 0, "pthread_create failed");
-	pthread_join(t, NULL);
 	for (int i = 0; i < 200; i++) {
 		other[i] = malloc(3000);
 		CHECK(other[i] != NULL, "malloc(3000) failed");
 		memset(other[i], 2, 3000);
 	}
 	for (int i = 0; i < 200; i++) free(other[i]);
-	sleep_ms(3 * (ms > 0 ? ms : 1) + 10);
-	for (int waited = 0; rss() > start + 32 * MIB && waited < 1000; waited += 20)
+}
+
+static void hand_off(uintptr_t how)
+{
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, handoff_thread, (void *)how) == 0, "pthread_create failed");
+	pthread_join(t, NULL);
+}
+
+static int handoff(size_t start, long ms, bool late)
+{
+	for (size_t i = 0; i < ORPHANS; i++) {
+		orphan_blocks[i] = malloc(1000);
+		CHECK(orphan_blocks[i] != NULL, "malloc(1000) failed");
+		memset(orphan_blocks[i], 1, 1000);
+	}
+	size_t full = rss();
+	if (late) {
+		hand_off(2 << 1 | 0);           /* every other block: each run keeps live blocks */
+		other_work();                   /* the owner puts the runs back on their lists */
+		hand_off(2 << 1 | 1);           /* the rest, with no word to the owner */
+	} else
+		hand_off(1 << 1 | 0);
+	/* the owner works on with other sizes: about 3 x CONTIG_PURGE_MS, then up to 3 s more (a
+	 * late hand-off waits for a sweep, whose wait doubles while it finds nothing) */
+	long until = 3 * (ms > 0 ? ms : 1) + 10 + 3000;
+	for (long waited = 0; waited < until; waited += 20) {
+		other_work();
 		sleep_ms(20);
+		if (waited >= 3 * ms + 10 && rss() <= start + 32 * MIB) break;
+	}
 	size_t after = rss();
-	printf("t-purge handoff: RSS %zu MiB at start, %zu MiB with 512 MiB live, %zu MiB after another thread freed it\n",
-	       start >> 20, full >> 20, after >> 20);
+	printf("t-purge handoff%s: RSS %zu MiB at start, %zu MiB with 512 MiB live, %zu MiB after another thread freed it\n",
+	       late ? " late" : "", start >> 20, full >> 20, after >> 20);
 	CHECK(after <= start + 32 * MIB, "handoff: RSS %zu MiB after another thread freed everything, started at %zu MiB",
 	      after >> 20, start >> 20);
 	return 0;
@@ -286,7 +307,7 @@ int main(int argc, char **argv)
 	start = rss();
 	if (strcmp(mode, "shrink") == 0) return shrink(start);
 	if (strcmp(mode, "orphan") == 0) return orphan(start, ms);
-	if (strcmp(mode, "handoff") == 0) return handoff(start, ms);
+	if (strcmp(mode, "handoff") == 0) return handoff(start, ms, argc > 2 && strcmp(argv[2], "late") == 0);
 	if (strcmp(mode, "locked") == 0) return locked();
 	if (strcmp(mode, "adopt") == 0) return adopt(argc > 2 ? argv[2] : "kept");
 	if (strcmp(mode, "exited") == 0) return exited(ms);

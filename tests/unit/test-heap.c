@@ -76,6 +76,24 @@ START_TEST(remote_frees_come_back)
 }
 END_TEST
 
+/* The runs of xblocks[] (each counted once) and, in *held, those still small runs of class cls
+ * of heap h. */
+static int runs_of_xblocks(heap_t *h, unsigned cls, int *held)
+{
+	int runs = 0;
+	page_t *seen = NULL;
+	*held = 0;
+	for (int i = 0; i < XN; i++) {
+		page_t *pg = page_of(xblocks[i]);
+		if (pg->kind == PK_CONT) pg -= pg->head_off;
+		if (pg == seen) continue;
+		seen = pg;
+		runs++;
+		if (pg->kind == PK_SMALL && page_heap(pg) == h && pg->cls == cls) (*held)++;
+	}
+	return runs;
+}
+
 /* A thread hands its blocks to another, which frees them all, and moves on to other sizes: the
  * runs the frees emptied leave its heap at its next trip to the slow path (any class's), not
  * when it next asks for their class, which may be never. At most the class's first run (which
@@ -94,19 +112,44 @@ START_TEST(handed_off_runs_go_back)
 	enum { OTHER = 200 };
 	static void *other[OTHER];
 	for (int i = 0; i < OTHER; i++) other[i] = alloc_malloc(3000);
-	int runs = 0, held = 0;
-	page_t *seen = NULL;
-	for (int i = 0; i < XN; i++) {
-		page_t *pg = page_of(xblocks[i]);
-		if (pg->kind == PK_CONT) pg -= pg->head_off;
-		if (pg == seen) continue;
-		seen = pg;
-		runs++;
-		if (pg->kind == PK_SMALL && page_heap(pg) == h && pg->cls == cls) held++;
-	}
+	int held, runs = runs_of_xblocks(h, cls, &held);
 	ck_assert_int_ge(runs, 20);
 	ck_assert_int_le(held, 1 + HEAP_SPARES);
 	for (int i = 0; i < OTHER; i++) alloc_free(other[i]);
+}
+END_TEST
+
+static void *free_half(void *arg)
+{
+	for (int i = (int)(intptr_t)arg; i < XN; i += 2) alloc_free(xblocks[i]);
+	return NULL;
+}
+
+/* The same when the frees come while the owner works on: the first frees into each full run
+ * queue it and the drain puts it back with live blocks left; the rest come without a word, and
+ * the sweep of the class the owner no longer asks for gives the runs back (within the purge
+ * delay, doubled while sweeps find nothing: the loop waits up to 3 s). */
+START_TEST(idle_class_runs_go_back)
+{
+	for (int i = 0; i < XN; i++) xblocks[i] = alloc_malloc(100);
+	page_t *first = page_of(xblocks[0]);
+	heap_t *h = page_heap(first);
+	unsigned cls = first->cls, other = size_class(3000);
+	pthread_t t;
+	pthread_create(&t, NULL, free_half, (void *)0);
+	pthread_join(t, NULL);
+	alloc_free(heap_alloc_class(other));            /* the drain: runs back with live blocks */
+	int held, runs = runs_of_xblocks(h, cls, &held);
+	ck_assert_int_ge(runs, 20);
+	ck_assert_int_ge(held, runs - 1);
+	pthread_create(&t, NULL, free_half, (void *)1);
+	pthread_join(t, NULL);
+	for (int ms = 0; ms < 3000 && held > 1 + HEAP_SPARES; ms += 10) {
+		for (int k = 0; k < 64; k++) alloc_free(heap_alloc_class(other));
+		usleep(10000);
+		runs_of_xblocks(h, cls, &held);
+	}
+	ck_assert_int_le(held, 1 + HEAP_SPARES);
 }
 END_TEST
 
@@ -698,6 +741,7 @@ Suite *heap_suite(void)
 	tcase_add_test(t, freed_block_reused);
 	tcase_add_test(t, remote_frees_come_back);
 	tcase_add_test(t, handed_off_runs_go_back);
+	tcase_add_test(t, idle_class_runs_go_back);
 	tcase_add_test(t, remote_frees_set_freed_bits);
 	tcase_add_test(t, remote_frees_race_with_collection);
 	tcase_add_test(t, freeing_thread_adopts_at_first_malloc);
