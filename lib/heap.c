@@ -261,6 +261,12 @@ static void page_to_full(heap_t *h, page_t *pg)
 	}
 }
 
+/* Whether the slow path of class cls ran since the last sweep (sweep_idle). */
+static bool class_active(const heap_t *h, unsigned cls)
+{
+	return h->active[cls >> 6] & (1ull << (cls & 63));
+}
+
 /* Put the full pages that got a remote free back on their lists, and take their remote frees
  * back now: a run that the other threads emptied goes back at once (as of since, 0: now), not
  * when malloc next reaches it in its list, which for a class the thread no longer asks for (a
@@ -279,13 +285,18 @@ static void drain_delayed(heap_t *h, uint64_t since)
 			page_hot(pg)->used &= ~USED_UNLISTED;
 			list_push_back(h, pg);
 			collect_remote(pg);
-			/* (not the first of its list: that one stays, as tidy_page keeps it) */
-			if (h->pages[pg->cls] != pg) {
-				if ((page_hot(pg)->used & USED_MASK) == 0) {
+			/* (not the first of its list: that one stays, as tidy_page keeps it; nor the
+			 * only one behind the first, where malloc goes next: a producer whose blocks
+			 * come back as fast as it makes them would have it back at once as another
+			 * run, one more to fault in; sweep_idle gives it back if the class idles.
+			 * pg is last in its list now.) */
+			page_t *first = h->pages[pg->cls];
+			if (first != pg) {
+				if ((page_hot(pg)->used & USED_MASK) == 0 && PG(pg->prev) != first) {
 					list_remove(h, pg);
 					page_release_since(h, pg, since);
 				} else if (!h->sweep_at)
-					h->sweep_at = 1;        /* more frees may empty it: sweep_idle */
+					h->sweep_at = 1;
 			}
 		}
 		pg = next;
@@ -710,7 +721,7 @@ static NOINLINE void sweep_idle(heap_t *h)
 	for (int c = 1; c < NCLASS; c++) {
 		page_t *first = h->pages[c];
 		if (first == &page_empty || !first->next) continue;
-		if (h->active[c >> 6] & (1ull << (c & 63))) {
+		if (class_active(h, (unsigned)c)) {
 			left = true;            /* the runs behind its first may get frees: look again */
 			continue;
 		}
