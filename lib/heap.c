@@ -406,17 +406,20 @@ void heap_init_key(void)
 }
 
 /* Act as owner of pg (caller owns its heap or holds an abandoned heap's lock): take the free
- * blocks back; give the page up when nothing in it is live. */
-static void tidy_page_since(heap_t *h, page_t *pg, bool keep_first, uint64_t since)
+ * blocks back; give the page up when nothing in it is live (true then). */
+static bool tidy_page_since(heap_t *h, page_t *pg, bool keep_first, uint64_t since)
 {
 	collect_remote(pg);     /* not refill: carving fresh blocks would touch memory nobody asked for */
 	if ((page_hot(pg)->used & USED_MASK) == 0 && !(keep_first && h->pages[pg->cls] == pg)) {
 		list_remove(h, pg);
 		page_release_since(h, pg, since);
+		return true;
 	}
+	return false;
 }
 
-static void tidy_page(heap_t *h, page_t *pg, bool keep_first) { tidy_page_since(h, pg, keep_first, 0); }
+/* tidy_page_since as of now; true when pg was given back. */
+static bool tidy_page(heap_t *h, page_t *pg, bool keep_first) { return tidy_page_since(h, pg, keep_first, 0); }
 
 /* tidy_page for every run of h; the empty runs it gives back were freed as of since (0: now). */
 static void tidy_heap_since(heap_t *h, bool keep_first, uint64_t since)
@@ -729,13 +732,8 @@ static NOINLINE void sweep_idle(heap_t *h)
 			page_t *next = pg->next ? PG(pg->next) : &page_empty;
 			walked++;
 			if (__atomic_load_n(&pg->owner, __ATOMIC_RELAXED) & PAGE_REMOTE) {
-				collect_remote(pg);
-				if ((page_hot(pg)->used & USED_MASK) == 0) {
-					list_remove(h, pg);
-					page_release(h, pg);
-					gave++;
-				} else
-					left = true;
+				if (tidy_page(h, pg, true)) gave++;
+				else left = true;       /* (pg is not its class's first) */
 			}
 			pg = next;
 		}
