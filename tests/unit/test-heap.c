@@ -76,6 +76,14 @@ START_TEST(remote_frees_come_back)
 }
 END_TEST
 
+/* The run that holds p (its head page). */
+static page_t *run_of(const void *p)
+{
+	page_t *pg = page_of(p);
+	if (pg->kind == PK_CONT) pg -= pg->head_off;
+	return pg;
+}
+
 /* The runs of xblocks[] (each counted once) and, in *held, those still small runs of class cls
  * of heap h. */
 static int runs_of_xblocks(heap_t *h, unsigned cls, int *held)
@@ -84,8 +92,7 @@ static int runs_of_xblocks(heap_t *h, unsigned cls, int *held)
 	page_t *seen = NULL;
 	*held = 0;
 	for (int i = 0; i < XN; i++) {
-		page_t *pg = page_of(xblocks[i]);
-		if (pg->kind == PK_CONT) pg -= pg->head_off;
+		page_t *pg = run_of(xblocks[i]);
 		if (pg == seen) continue;
 		seen = pg;
 		runs++;
@@ -174,13 +181,6 @@ static void *free_mixed(void *arg)
 	for (int i = 0; i < MIXN; i++)
 		for (int c = 0; c < MIX; c++) alloc_free(mixed[c][i]);
 	return NULL;
-}
-
-static page_t *run_of(const void *p)
-{
-	page_t *pg = page_of(p);
-	if (pg->kind == PK_CONT) pg -= pg->head_off;
-	return pg;
 }
 
 static uint64_t bit_of(const void *p)
