@@ -75,7 +75,7 @@ enum page_kind {
 
 typedef struct block {
 	struct block *next;
-	uintptr_t tag;          /* free_tag(block) while it waits on its owner's free list (carved,
+	uintptr_t tag;          /* FREE_TAG while it waits on its owner's free list (carved,
 	                           freed by the owner, or collected); remote_tag(block) while another
 	                           thread's free of it waits for the owner to collect it
 	                           (heap_free_remote); 0 when malloc hands it out */
@@ -92,8 +92,10 @@ typedef struct block {
  * frees, which do not read the live bitmap (the owner writes its line on every malloc and free,
  * and a read from another core takes the line away from it). A free of a block that carries it is
  * checked against the live bit, so a program's data that matches it by accident costs one look,
- * never a wrong answer; it need not be secret. The address plus one: no aligned pointer is. */
-#define free_tag(b) ((uintptr_t)(b) + 1)
+ * never a wrong answer; it need not be secret. One constant, so that the owner's free stores it
+ * with one instruction (a 32-bit immediate the store sign-extends): an address of the kernel's
+ * half, odd, and no small number, so a program's data matches it only by a rare accident. */
+#define FREE_TAG ((uintptr_t)(int64_t)(int32_t)0x9e3779b1u)
 struct heap;
 
 /* What the owner writes in a small run on every malloc and free, besides the live bit: out of the

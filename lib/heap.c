@@ -155,7 +155,7 @@ static void collect_remote(page_t *pg)
 			 * and linking it cannot put a live block on the list */
 			if (unlikely(b->tag != remote_tag(b))) fatal_corrupt("malloc", b);
 			b->next = head;
-			b->tag = free_tag(b);
+			b->tag = FREE_TAG;
 			head = b;
 			n++;
 		}
@@ -191,7 +191,7 @@ static void extend(page_t *pg)
 	for (uint32_t i = k; i-- > 0;) {
 		block_t *b = (block_t *)(start + (uintptr_t)i * pg->block_size);
 		b->next = head;
-		b->tag = free_tag(b);
+		b->tag = FREE_TAG;
 		head = b;
 	}
 	page_hot(pg)->free = head;
@@ -579,7 +579,7 @@ static void page_init(heap_t *h, page_t *pg, unsigned cls)
 	pg->capacity = pg->flags & PF_WASHEAD ? 1 : 0;   /* block 0 never carved (PF_WASHEAD) */
 	if (pg->flags & PF_WASHEAD)     /* tagged free: another thread's second free of the large
 	                                   block that was here is caught at the call */
-		((block_t *)pg->start)->tag = free_tag(pg->start);
+		((block_t *)pg->start)->tag = FREE_TAG;
 	hot->used = 0;
 	hot->free = NULL;
 	pg->rot = (uint8_t)__builtin_ctz(bs);

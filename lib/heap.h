@@ -123,18 +123,15 @@ static inline bool live_unfreed(const page_t *pg, uint64_t bit)
  * needs off the fast paths. */
 HIDDEN void *heap_corrupt(const void *b) __attribute__((returns_nonnull));
 
-/* Hand out b, the head of pg's free list (off its offset in the run), after checking it: a
- * use-after-free or overflow write into a free block's link must never make malloc return a
- * block that is misaligned, outside the run's carved blocks, or live. b is checked before its
- * own link is read, so a bad link is never followed either. The block's index is its live bit.
+/* Hand out b, the head of a run's free list, whose index bit (hot_block_index) is below the run's
+ * capacity: b is then aligned to its class and inside the run's carved blocks, so a use-after-
+ * free or overflow write into a free block's link can still make it live already, which the
+ * live bit says. b is checked before its own link is read, so a bad link is never followed.
  * Its second word is cleared (the line is in cache: its first word was just read): a tag another
  * thread left there by a free that raced the owner's own free of b cannot survive b being handed
  * out again, and the collect of that free, which checks the tag, catches the double free. */
-static inline void *hot_take(page_hot_t *hot, block_t *b)
+static inline void *hot_take_at(page_hot_t *hot, block_t *b, uint64_t bit)
 {
-	uint64_t bit = hot_block_index(hot, b);
-	if (unlikely(bit >= hot->capacity))
-		return heap_corrupt(b);
 	uint64_t *w = &hot_live(hot)[bit >> 6];
 	uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
 	if (unlikely(bit_set_old(&v, bit)))
@@ -146,12 +143,27 @@ static inline void *hot_take(page_hot_t *hot, block_t *b)
 	return b;
 }
 
-/* Pop the head of hot's free list, or NULL when it is empty: the malloc fast path's pop. */
+/* Hand out b, the head of a run's free list, after checking it: a corrupted link must never make
+ * malloc return a block that is misaligned, outside the run's carved blocks, or live. */
+static inline void *hot_take(page_hot_t *hot, block_t *b)
+{
+	uint64_t bit = hot_block_index(hot, b);
+	if (unlikely(bit >= hot->capacity))
+		return heap_corrupt(b);
+	return hot_take_at(hot, b, bit);
+}
+
+/* Pop the head of hot's free list, or NULL when it is empty: the malloc fast path's pop. An empty
+ * list's NULL head has no index below any capacity (its offset from the run wraps round to a
+ * number of more than 2^47 blocks), so the one test that turns away a corrupted head turns away
+ * the empty list too: both go to the slow path, which pops a non-NULL head with hot_take and so
+ * aborts on the corrupted one. */
 static inline void *hot_pop(page_hot_t *hot)
 {
 	block_t *b = hot->free;
-	if (likely(b != NULL))
-		return hot_take(hot, b);
+	uint64_t bit = hot_block_index(hot, b);
+	if (likely(bit < hot->capacity))
+		return hot_take_at(hot, b, bit);
 	return NULL;
 }
 
@@ -206,7 +218,7 @@ static inline void heap_free_owned(heap_t *h, page_t *pg, void *p, uint64_t bit,
 	__atomic_store_n(w, v, __ATOMIC_RELAXED);
 	block_t *b = p;
 	b->next = hot->free;
-	b->tag = free_tag(b);
+	b->tag = FREE_TAG;
 	hot->free = b;
 	h->n_free++;
 	/* now empty, or off the list (USED_UNLISTED); an empty page that malloc serves from
@@ -241,12 +253,12 @@ static inline void heap_free_checked(page_t *pg, void *p, uint64_t bit, const ch
 		return;
 	}
 	/* Another thread's block. Its live bit is not read unless the block's own second word,
-	 * in the line this free writes anyway, says it may be free already (free_tag): a block on
+	 * in the line this free writes anyway, says it may be free already (FREE_TAG): a block on
 	 * its owner's list always carries that tag, so a double free or a free of a block never
 	 * handed out is caught here, at the call. Only a free block whose tag a use-after-free write
 	 * wiped goes on: its freed bit then finds no live bit when the owner collects it, which
 	 * aborts there (collect_remote), and malloc never hands it out twice. */
-	if (unlikely(((block_t *)p)->tag == free_tag(p)) && !live_test(pg, bit)) {
+	if (unlikely(((block_t *)p)->tag == FREE_TAG) && !live_test(pg, bit)) {
 		heap_invalid(func, p);
 		return;
 	}
