@@ -69,30 +69,40 @@ extern HIDDEN page_t page_empty;
 static inline uintptr_t page_start(const page_t *pg) { return pg->start; }
 static inline size_t run_bytes(const page_t *pg) { return (size_t)class_pages[pg->cls] << PAGE_SHIFT; }
 
-/* Set (malloc) or clear (free) a live bit in v, saying whether it was set before. */
-static inline bool bit_set_old(uint64_t *v, uint64_t bit)
+/* Set (malloc) or clear (free) the live bit of block bit in a run's live bitmap, saying whether
+ * it was set before. The word is written back either way (unchanged when the bit already was as
+ * asked, and the caller aborts then): on x86-64 one load, one bit instruction and one store, all
+ * through the same addressing mode. Only the owner writes the bitmap; others' reads (a remote
+ * free's live_test, the leak scan) are relaxed loads of whole words. */
+static inline bool live_set_old(uint64_t *live, uint64_t bit)
 {
 #if defined(__x86_64__)
 	bool old;
-	__asm__("btsq %2, %0" : "+r"(*v), "=@ccc"(old) : "r"(bit));
+	uint64_t v;
+	__asm__("movq %[w], %[v]\n\tbtsq %[b], %[v]\n\tmovq %[v], %[w]"
+	        : [w] "+m"(live[bit >> 6]), [v] "=&r"(v), "=@ccc"(old)
+	        : [b] "r"(bit));
 	return old;
 #else
-	uint64_t m = 1ull << (bit & 63), old = *v & m;
-	*v |= m;
-	return old != 0;
+	uint64_t m = 1ull << (bit & 63), v = __atomic_load_n(&live[bit >> 6], __ATOMIC_RELAXED);
+	__atomic_store_n(&live[bit >> 6], v | m, __ATOMIC_RELAXED);
+	return (v & m) != 0;
 #endif
 }
 
-static inline bool bit_clear_old(uint64_t *v, uint64_t bit)
+static inline bool live_clear_old(uint64_t *live, uint64_t bit)
 {
 #if defined(__x86_64__)
 	bool old;
-	__asm__("btrq %2, %0" : "+r"(*v), "=@ccc"(old) : "r"(bit));
+	uint64_t v;
+	__asm__("movq %[w], %[v]\n\tbtrq %[b], %[v]\n\tmovq %[v], %[w]"
+	        : [w] "+m"(live[bit >> 6]), [v] "=&r"(v), "=@ccc"(old)
+	        : [b] "r"(bit));
 	return old;
 #else
-	uint64_t m = 1ull << (bit & 63), old = *v & m;
-	*v &= ~m;
-	return old != 0;
+	uint64_t m = 1ull << (bit & 63), v = __atomic_load_n(&live[bit >> 6], __ATOMIC_RELAXED);
+	__atomic_store_n(&live[bit >> 6], v & ~m, __ATOMIC_RELAXED);
+	return (v & m) != 0;
 #endif
 }
 
@@ -132,11 +142,8 @@ HIDDEN void *heap_corrupt(const void *b) __attribute__((returns_nonnull));
  * out again, and the collect of that free, which checks the tag, catches the double free. */
 static inline void *hot_take_at(page_hot_t *hot, block_t *b, uint64_t bit)
 {
-	uint64_t *w = &hot_live(hot)[bit >> 6];
-	uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
-	if (unlikely(bit_set_old(&v, bit)))
+	if (unlikely(live_set_old(hot_live(hot), bit)))
 		return heap_corrupt(b);
-	__atomic_store_n(w, v, __ATOMIC_RELAXED);
 	hot->free = b->next;
 	b->tag = 0;
 	hot->used++;
@@ -209,13 +216,10 @@ static inline bool used_drop(page_hot_t *hot)
 static inline void heap_free_owned(heap_t *h, page_t *pg, void *p, uint64_t bit, const char *func)
 {
 	page_hot_t *hot = pg->hot;
-	uint64_t *w = &hot_live(hot)[bit >> 6];
-	uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
-	if (unlikely(!bit_clear_old(&v, bit))) {
+	if (unlikely(!live_clear_old(hot_live(hot), bit))) {
 		heap_invalid(func, p);
 		return;
 	}
-	__atomic_store_n(w, v, __ATOMIC_RELAXED);
 	block_t *b = p;
 	b->next = hot->free;
 	b->tag = FREE_TAG;
