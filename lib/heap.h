@@ -79,9 +79,9 @@ static inline bool live_set_old(uint64_t *live, uint64_t bit)
 #if defined(__x86_64__)
 	bool old;
 	uint64_t v;
-	__asm__("movq %[w], %[v]\n\tbtsq %[b], %[v]\n\tmovq %[v], %[w]"
-	        : [w] "+m"(live[bit >> 6]), [v] "=&r"(v), "=@ccc"(old)
-	        : [b] "r"(bit));
+	__asm__ __volatile__("movq %[w], %[v]\n\tbtsq %[b], %[v]\n\tmovq %[v], %[w]"
+	                     : [w] "+m"(live[bit >> 6]), [v] "=&r"(v), "=@ccc"(old)
+	                     : [b] "r"(bit));
 	return old;
 #else
 	uint64_t m = 1ull << (bit & 63), v = __atomic_load_n(&live[bit >> 6], __ATOMIC_RELAXED);
@@ -95,9 +95,9 @@ static inline bool live_clear_old(uint64_t *live, uint64_t bit)
 #if defined(__x86_64__)
 	bool old;
 	uint64_t v;
-	__asm__("movq %[w], %[v]\n\tbtrq %[b], %[v]\n\tmovq %[v], %[w]"
-	        : [w] "+m"(live[bit >> 6]), [v] "=&r"(v), "=@ccc"(old)
-	        : [b] "r"(bit));
+	__asm__ __volatile__("movq %[w], %[v]\n\tbtrq %[b], %[v]\n\tmovq %[v], %[w]"
+	                     : [w] "+m"(live[bit >> 6]), [v] "=&r"(v), "=@ccc"(old)
+	                     : [b] "r"(bit));
 	return old;
 #else
 	uint64_t m = 1ull << (bit & 63), v = __atomic_load_n(&live[bit >> 6], __ATOMIC_RELAXED);
@@ -133,10 +133,11 @@ static inline bool live_unfreed(const page_t *pg, uint64_t bit)
  * needs off the fast paths. */
 HIDDEN void *heap_corrupt(const void *b) __attribute__((returns_nonnull));
 
-/* Hand out b, the head of a run's free list, whose index bit (hot_block_index) is below the run's
- * capacity: b is then aligned to its class and inside the run's carved blocks, so a use-after-
- * free or overflow write into a free block's link can still make it live already, which the
- * live bit says. b is checked before its own link is read, so a bad link is never followed.
+/* Hand out b, the head of a run's free list, whose index (hot_block_index: bit) is below the
+ * run's capacity: b is then aligned to its class and inside the run's carved blocks, and what a
+ * use-after-free or overflow write into a free block's link can still have pointed it at is a
+ * live block, which its live bit says. b is checked before its own link is read, so a bad link
+ * is never followed.
  * Its second word is cleared (the line is in cache: its first word was just read): a tag another
  * thread left there by a free that raced the owner's own free of b cannot survive b being handed
  * out again, and the collect of that free, which checks the tag, catches the double free. */
