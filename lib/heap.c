@@ -261,10 +261,15 @@ static void page_to_full(heap_t *h, page_t *pg)
 	}
 }
 
-/* Whether the slow path of class cls ran since the last sweep (sweep_idle). */
+/* Whether the slow path of class cls ran since the last sweep (sweep_idle), and saying that it did. */
 static bool class_active(const heap_t *h, unsigned cls)
 {
 	return h->active[cls >> 6] & (1ull << (cls & 63));
+}
+
+static void class_mark_active(heap_t *h, unsigned cls)
+{
+	h->active[cls >> 6] |= 1ull << (cls & 63);
 }
 
 /* Put the full pages that got a remote free back on their lists, and take their remote frees
@@ -763,7 +768,7 @@ void *heap_alloc_class(unsigned cls)
 static void *alloc_class_in(heap_t *h, unsigned cls)
 {
 	if (atomic_load_explicit(&h->delayed, memory_order_relaxed)) drain_delayed(h, 0);
-	h->active[cls >> 6] |= 1ull << (cls & 63);
+	class_mark_active(h, cls);
 	if (unlikely(h->sweep_at) && ++h->sweep_tick % SWEEP_EVERY == 0) sweep_idle(h);
 	page_t *pg = h->pages[cls];
 	while (pg != &page_empty) {
