@@ -18,6 +18,7 @@
 #define HIDDEN      __attribute__((visibility("hidden")))
 #define EXPORT      __attribute__((visibility("default")))
 #define NOINLINE    __attribute__((noinline))
+#define ALWAYS_INLINE inline __attribute__((always_inline))
 #define NORETURN    __attribute__((noreturn))
 
 /* Debug tiers compile always (so they cannot rot) and are switched by --enable-debug. */

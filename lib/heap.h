@@ -236,7 +236,7 @@ static inline void heap_free_owned(heap_t *h, page_t *pg, void *p, uint64_t bit,
  * it at once, after a look at its tag on a run marked PAGE_REMOTE; another thread looks at its
  * tag (and the live bit, if it is tagged free) and hands the block to the owner
  * (heap_free_remote). */
-static inline void heap_free_checked(page_t *pg, void *p, uint64_t bit, const char *func)
+static ALWAYS_INLINE void heap_free_checked(page_t *pg, void *p, uint64_t bit, const char *func)
 {
 	heap_t *h = heap_tls;
 	uintptr_t ow = __atomic_load_n(&pg->owner, __ATOMIC_RELAXED);

@@ -105,9 +105,9 @@ PUBLIC void _ZdlPvRKSt9nothrow_t(void *p, const nothrow_t *t) { (void)t; alloc_f
 PUBLIC void _ZdaPvRKSt9nothrow_t(void *p, const nothrow_t *t);
 PUBLIC void _ZdaPvRKSt9nothrow_t(void *p, const nothrow_t *t) { (void)t; alloc_free(p); }
 PUBLIC void _ZdlPvm(void *p, size_t n);
-PUBLIC void _ZdlPvm(void *p, size_t n) { alloc_delete_sized(p, n); }
+PUBLIC void _ZdlPvm(void *p, size_t n) { alloc_delete_sized_inline(p, n); }
 PUBLIC void _ZdaPvm(void *p, size_t n);
-PUBLIC void _ZdaPvm(void *p, size_t n) { alloc_delete_sized(p, n); }
+PUBLIC void _ZdaPvm(void *p, size_t n) { alloc_delete_sized_inline(p, n); }
 PUBLIC void _ZdlPvSt11align_val_t(void *p, size_t al);
 PUBLIC void _ZdlPvSt11align_val_t(void *p, size_t al) { (void)al; alloc_free(p); }
 PUBLIC void _ZdaPvSt11align_val_t(void *p, size_t al);
@@ -125,6 +125,6 @@ PUBLIC void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t al, const nothro
 	alloc_free(p);
 }
 PUBLIC void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t al);
-PUBLIC void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t al) { alloc_delete_sized(p, n); (void)al; }
+PUBLIC void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t al) { alloc_delete_sized_inline(p, n); (void)al; }
 PUBLIC void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t al);
-PUBLIC void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t al) { alloc_delete_sized(p, n); (void)al; }
+PUBLIC void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t al) { alloc_delete_sized_inline(p, n); (void)al; }

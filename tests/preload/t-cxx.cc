@@ -267,6 +267,17 @@ int main(int argc, char **argv)
 		std::printf("survived delete-wrong-size-large\n");
 		return 0;
 	}
+	if (argc > 1 && std::strcmp(argv[1], "double-delete-small") == 0) {
+		// a second sized delete of a small block, through delete's fast path
+		static void *volatile held;
+		held = ::operator new(48);
+		::operator delete(held, 48);
+		std::printf("ptr %p\n", held);
+		std::fflush(stdout);
+		::operator delete(held, 48);
+		std::printf("survived double-delete-small\n");
+		return 0;
+	}
 	if (argc > 1 && std::strcmp(argv[1], "double-delete-large") == 0) {
 		// a second sized delete of a large block: "free(): invalid pointer", as for small ones
 		static void *volatile held;   // (volatile: the compiler would flag the second delete)
