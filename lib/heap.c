@@ -844,36 +844,18 @@ static NOINLINE bool adopt_owner(heap_t *h)
 	return got;
 }
 
-/* A free from a thread that does not own pg: b's bit joins the run's freed bitmap. */
 static NOINLINE void drain_abandoned(heap_t *h, page_t *pg);
 
-void heap_free_remote(page_t *pg, void *b, uint64_t bit, const char *func)
+/* After a remote free's bit went in, what is rare: telling the owner (pending, and the run's
+ * queue state), and draining a heap nobody owns. */
+static NOINLINE void free_remote_tell(page_t *pg, heap_t *h, uint64_t wm)
 {
 	remote_t *r = page_remote(pg);
-	uintptr_t ow = __atomic_load_n(&pg->owner, __ATOMIC_RELAXED);
-	heap_t *h = (heap_t *)(ow & ~PAGE_REMOTE);
-	if (unlikely(heap_tls == &heap_none) && adopt_owner(h)) {
-		heap_free_checked(pg, b, bit, func);        /* the owner's free now */
-		return;
-	}
-	uint64_t m = 1ull << (bit & 63), wm = 1ull << (bit >> 6);
-	/* Mark the run PAGE_REMOTE for its owner's free (heap_free_checked), once: the mark stays
-	 * until the run is given back, so it is set before this free's bit goes in. */
-	if (!(ow & PAGE_REMOTE)) __atomic_fetch_or(&pg->owner, PAGE_REMOTE, __ATOMIC_SEQ_CST);
-	/* The tag first (the block is the freer's to write now: its live bit, checked by the
-	 * caller, says nobody freed it before), then the bit: whoever acquires the bit sees the tag
-	 * (the collect checks it), and an owner's free ordered after this one sees both. */
-	((block_t *)b)->tag = remote_tag(b);
-	/* (only the one bit of the old value is used: one locked bts, no compare-exchange loop) */
-	if (unlikely(atomic_fetch_or_explicit(&page_freed(pg)[bit >> 6], m, memory_order_seq_cst) & m)) {
-		heap_invalid(func, b);          /* freed by another thread already, not collected yet */
-		return;
-	}
 	/* The owner clears pending before it reads the words, and looks at a word again when a bit
-	 * came into it while it took the word's bits: a set pending bit read after the bit above
-	 * went in (both sequentially consistent: a plain load on x86) means the owner has yet to
-	 * take this word. Else tell the owner. Owner and freer each write one word and then read
-	 * the other's (qstate, pending) in page_to_full: both are sequentially consistent. */
+	 * came into it while it took the word's bits: a set pending bit read after the bit went in
+	 * (both sequentially consistent: a plain load on x86) means the owner has yet to take this
+	 * word. Else tell the owner. Owner and freer each write one word and then read the other's
+	 * (qstate, pending) in page_to_full: both are sequentially consistent. */
 	if (!(atomic_load(&r->pending) & wm) &&
 	    !atomic_fetch_or(&r->pending, wm) && atomic_load(&r->qstate) == Q_WATCH) {
 		/* Once the bit is in, the owner may take it, empty the run, give it back, and the
@@ -891,6 +873,51 @@ void heap_free_remote(page_t *pg, void *b, uint64_t bit, const char *func)
 	}
 	if (unlikely(atomic_load_explicit(&h->abandoned, memory_order_acquire)))
 		drain_abandoned(h, pg);
+}
+
+/* A free from a thread that does not own pg: b's bit joins the run's freed bitmap. The common
+ * case (the owner told already, its heap owned) makes no call, so that it saves no registers:
+ * every rare turn is a jump to a function of its own. */
+static inline void free_remote_bit(page_t *pg, void *b, uint64_t bit, const char *func, uintptr_t ow)
+{
+	heap_t *h = (heap_t *)(ow & ~PAGE_REMOTE);
+	uint64_t m = 1ull << (bit & 63), wm = 1ull << (bit >> 6);
+	/* Mark the run PAGE_REMOTE for its owner's free (heap_free_checked), once: the mark stays
+	 * until the run is given back, so it is set before this free's bit goes in. */
+	if (!(ow & PAGE_REMOTE)) __atomic_fetch_or(&pg->owner, PAGE_REMOTE, __ATOMIC_SEQ_CST);
+	/* The tag first (the block is the freer's to write now: its live bit, checked by the
+	 * caller, says nobody freed it before), then the bit: whoever acquires the bit sees the tag
+	 * (the collect checks it), and an owner's free ordered after this one sees both. */
+	((block_t *)b)->tag = remote_tag(b);
+	/* (only the one bit of the old value is used: one locked bts, no compare-exchange loop) */
+	if (unlikely(atomic_fetch_or_explicit(&page_freed(pg)[bit >> 6], m, memory_order_seq_cst) & m)) {
+		heap_invalid(func, b);          /* freed by another thread already, not collected yet */
+		return;
+	}
+	if (likely(atomic_load(&page_remote(pg)->pending) & wm) &&
+	    likely(!atomic_load_explicit(&h->abandoned, memory_order_acquire)))
+		return;
+	free_remote_tell(pg, h, wm);
+}
+
+/* The remote free of a thread with no heap yet: it may adopt the owner's heap (adopt_owner). */
+static NOINLINE void free_remote_heapless(page_t *pg, void *b, uint64_t bit, const char *func)
+{
+	uintptr_t ow = __atomic_load_n(&pg->owner, __ATOMIC_RELAXED);
+	if (adopt_owner((heap_t *)(ow & ~PAGE_REMOTE))) {
+		heap_free_checked(pg, b, bit, func);        /* the owner's free now */
+		return;
+	}
+	free_remote_bit(pg, b, bit, func, ow);
+}
+
+void heap_free_remote(page_t *pg, void *b, uint64_t bit, const char *func)
+{
+	if (unlikely(heap_tls == &heap_none)) {
+		free_remote_heapless(pg, b, bit, func);
+		return;
+	}
+	free_remote_bit(pg, b, bit, func, __atomic_load_n(&pg->owner, __ATOMIC_RELAXED));
 }
 
 /* Nobody owns h: act for it, so that its memory drains as frees arrive. A free that finds the
