@@ -331,8 +331,14 @@ static void *limit_worker(void *arg)
 			/* ENOMEM is expected only near the limit: what is held plus this request must come
 			 * within what fragmentation and per-thread caches can cost (half the limit) */
 			size_t h = atomic_load(&held);
-			if (h + n < limit_bytes / 2)
-				FAIL("ENOMEM for %zu bytes with only %zu held of a %zu limit", n, h, limit_bytes);
+			if (h + n < limit_bytes / 2) {
+				/* what the library held then, to tell fragmentation from a leak of pages */
+				contig_stats_t st = { .size = sizeof st };
+				get_stats(&st);
+				FAIL("ENOMEM for %zu bytes with only %zu held of a %zu limit (library: committed %zu, "
+				     "live %zu bytes in %zu blocks, mmap %zu)", n, h, limit_bytes, st.committed,
+				     st.live_bytes, st.live_blocks, st.mmap_bytes);
+			}
 			for (int i = nb - 1; i >= 0; i--) {            /* give back about half */
 				if (rnd() & 1) continue;
 				release(b[i].p, b[i].n, b[i].is_mmap);
