@@ -1264,8 +1264,11 @@ def draw(path, title, pm, segs, base, end, samples, exit_at=None):
 
 
 # ---------------------------------------------------------------- map
-def lib_loaded(maps, lib):
+def lib_loaded(maps, lib, preload=""):
+    """Whether the process maps the library: by lib's name, one with libcontig in its name, or
+    one its LD_PRELOAD names (a copy under another name)."""
     names = {os.path.basename(lib), os.path.basename(os.path.realpath(lib))}
+    names.update(os.path.basename(p) for p in re.split(r"[ :]+", preload) if p)
     return any(m[4] and (os.path.basename(m[4]) in names or "libcontig" in m[4]) for m in maps)
 
 
@@ -1285,8 +1288,8 @@ def read_environ(pid):
 class Sampler(object):
     """Samples a process: committed and live from the beacon, resident from statm."""
 
-    def __init__(self, pid, lib):
-        self.pid, self.lib = pid, lib
+    def __init__(self, pid, lib, preload=""):
+        self.pid, self.lib, self.preload = pid, lib, preload
         self.t0 = time.monotonic()
         self.samples = []           # (seconds, committed, resident, live)
         self.beacon = None
@@ -1299,7 +1302,7 @@ class Sampler(object):
             maps = parse_maps(slurp("/proc/%d/maps" % self.pid))
         except OSError:
             return False
-        if not maps or not lib_loaded(maps, self.lib):
+        if not maps or not lib_loaded(maps, self.lib, self.preload):
             return bool(maps)
         self.last_maps = maps
         self.nmaps += 1
@@ -1382,9 +1385,10 @@ def map_pid(args, lib):
         comm = slurp("/proc/%d/comm" % pid).strip()
     except OSError:
         comm = "?"
-    if not lib_loaded(maps, lib):
+    preload = tenv.get("LD_PRELOAD", "")
+    if not lib_loaded(maps, lib, preload):
         notes.append("libcontig is not loaded in this process: the range is shown anyway")
-    s = Sampler(pid, lib)
+    s = Sampler(pid, lib, preload)
     deadline = time.monotonic() + args.watch
     while s.sample() and time.monotonic() < deadline:
         time.sleep(args.interval)
@@ -1392,7 +1396,7 @@ def map_pid(args, lib):
     pm = s.last_pm
     if pm is not None and "CONTIG_BASE" not in args.env:
         base, end = pm.base(), pm.base() + pm.header["size"]
-    elif pm is None and lib_loaded(maps, lib):
+    elif pm is None and lib_loaded(maps, lib, preload):
         notes.append("(no page map: the library's beacon could not be read from /proc/%d/mem; "
                      "run as root or as its parent)" % pid)
     title = "pid %d (%s): the heap range of a running process" % (pid, comm)

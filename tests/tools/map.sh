@@ -92,6 +92,28 @@ fi
 kill "$spid" 2>/dev/null
 wait 2>/dev/null
 
+# map PID of a process that preloads a copy of the library under another name: its LD_PRELOAD
+# says which mapping is the library, and the beacon is read.
+cp "$LIBCONTIG" "$TMPD/liballoc-copy.so"
+LD_PRELOAD="$TMPD/liballoc-copy.so" sleep 5 >/dev/null 2>&1 &
+cpid=$!
+i=0
+until grep -q liballoc-copy "/proc/$cpid/maps" 2>/dev/null; do
+	i=$((i + 1))
+	[ $i -lt 250 ] || break
+	sleep 0.02
+done
+if expect_status 0 "map PID (a renamed copy)" contig map "$cpid"; then
+	if grep -q "not loaded" "$TMPD/out" ||
+	   ! grep -q "^the library's view: its page map (the beacon in /proc/$cpid/mem)" "$TMPD/out"; then
+		bad "map PID of a renamed copy: the library was not found: $(grep -i 'loaded\|view' "$TMPD/out" | head -2)"
+	else
+		ok "map PID of a renamed copy: its page map was read"
+	fi
+fi
+kill "$cpid" 2>/dev/null
+wait 2>/dev/null
+
 # A process that does not exist.
 expect_status 1 "map of a missing pid" contig map 999999999 && ok "map of a missing pid: status 1"
 
