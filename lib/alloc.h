@@ -89,7 +89,7 @@ static inline void alloc_free_inline(void *p)
 }
 
 /* C++ sized delete: free's fast path, with the size checked against the block's, which is in the
- * descriptor line free reads anyway (two instructions more than free). C++14 code deletes through
+ * descriptor line free reads anyway (three instructions more than free). C++14 code deletes through
  * the sized operators, so this is every delete of a small object. A size larger than the block,
  * large blocks, NULL and pointers that start no block are alloc_delete_sized's. */
 static ALWAYS_INLINE void alloc_delete_sized_inline(void *p, size_t n)

@@ -1374,6 +1374,7 @@ def map_pid(args, lib):
         sys.stderr.write("%s map: cannot read /proc/%d/maps: %s\n" % (ME, pid, e.strerror))
         return 1
     tenv = read_environ(pid)
+    preload = tenv.get("LD_PRELOAD", "") if tenv is not None else ""   # its own, never this shell's
     notes = []
     if tenv is None:
         notes.append("(its environment is unreadable: the range is taken from this shell's CONTIG_*)")
@@ -1385,7 +1386,6 @@ def map_pid(args, lib):
         comm = slurp("/proc/%d/comm" % pid).strip()
     except OSError:
         comm = "?"
-    preload = tenv.get("LD_PRELOAD", "")
     if not lib_loaded(maps, lib, preload):
         notes.append("libcontig is not loaded in this process: the range is shown anyway")
     s = Sampler(pid, lib, preload)
