@@ -88,6 +88,20 @@ static inline void alloc_free_inline(void *p)
 	if (unlikely(!heap_free_block1(pg, p))) alloc_free_slow(pg, p);
 }
 
+/* memalign and its kind for a power-of-two alignment up to 64 bytes and a size up to ONEPAGE_MAX,
+ * through malloc's fast path: the size rounded up to the alignment names a class whose every
+ * block is so aligned (runs and their colours start at multiples of 64 bytes, and the class of
+ * such a size is a multiple of the alignment: test-classes checks every size), the class the
+ * slow way's search (alloc_memalign) finds. NULL when the fast path cannot serve it. */
+static ALWAYS_INLINE void *alloc_memalign_fast(size_t align, size_t n)
+{
+	if (likely(align <= 64 && n <= ONEPAGE_MAX)) {
+		size_t m = align <= ALIGN_MIN ? n : n ? (n + align - 1) & ~(align - 1) : align;
+		return heap_malloc_fast(m);
+	}
+	return NULL;
+}
+
 /* C++ sized delete: free's fast path, with the size checked against the block's, which is in the
  * descriptor line free reads anyway (three instructions more than free). C++14 code deletes through
  * the sized operators, so this is every delete of a small object. A size larger than the block,

@@ -62,10 +62,18 @@ PUBLIC void *_ZnamRKSt9nothrow_t(size_t n, const nothrow_t *t)
  * to the alignment, which wraps near SIZE_MAX into a tiny block (glibc and libstdc++ hand that
  * out alone; a caller trusting its size overflows it). */
 static inline bool al_impossible(size_t n, size_t al) { return al && n > SIZE_MAX / 2 - al; }
+/* An aligned new's block, or NULL: malloc's fast path for alignments up to 64 bytes (a type with
+ * alignas(32) or alignas(64)), else alloc_memalign. */
+static inline void *new_aligned(size_t n, size_t al)
+{
+	if (!al || (al & (al - 1))) return NULL;
+	void *p = alloc_memalign_fast(al, n);
+	return likely(p != NULL) ? p : alloc_memalign(al, n);
+}
 PUBLIC void *_ZnwmSt11align_val_t(size_t n, size_t al);
 PUBLIC void *_ZnwmSt11align_val_t(size_t n, size_t al)
 {
-	void *p = al && !(al & (al - 1)) ? alloc_memalign(al, n) : NULL;
+	void *p = new_aligned(n, al);
 	if (likely(p != NULL)) return p;
 	if (al_impossible(n, al)) return _Znwm(SIZE_MAX);
 	NEW_FAILED(new_al_fn, "_ZnwmSt11align_val_t", n, al);
@@ -73,7 +81,7 @@ PUBLIC void *_ZnwmSt11align_val_t(size_t n, size_t al)
 PUBLIC void *_ZnamSt11align_val_t(size_t n, size_t al);
 PUBLIC void *_ZnamSt11align_val_t(size_t n, size_t al)
 {
-	void *p = al && !(al & (al - 1)) ? alloc_memalign(al, n) : NULL;
+	void *p = new_aligned(n, al);
 	if (likely(p != NULL)) return p;
 	if (al_impossible(n, al)) return _Znam(SIZE_MAX);
 	NEW_FAILED(new_al_fn, "_ZnamSt11align_val_t", n, al);
@@ -81,7 +89,7 @@ PUBLIC void *_ZnamSt11align_val_t(size_t n, size_t al)
 PUBLIC void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t n, size_t al, const nothrow_t *t);
 PUBLIC void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t n, size_t al, const nothrow_t *t)
 {
-	void *p = al && !(al & (al - 1)) ? alloc_memalign(al, n) : NULL;
+	void *p = new_aligned(n, al);
 	if (likely(p != NULL)) return p;
 	if (al_impossible(n, al)) return _ZnwmRKSt9nothrow_t(SIZE_MAX, t);
 	NEW_FAILED(new_al_nt_fn, "_ZnwmSt11align_val_tRKSt9nothrow_t", n, al, t);
@@ -89,7 +97,7 @@ PUBLIC void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t n, size_t al, const nothr
 PUBLIC void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t al, const nothrow_t *t);
 PUBLIC void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t al, const nothrow_t *t)
 {
-	void *p = al && !(al & (al - 1)) ? alloc_memalign(al, n) : NULL;
+	void *p = new_aligned(n, al);
 	if (likely(p != NULL)) return p;
 	if (al_impossible(n, al)) return _ZnamRKSt9nothrow_t(SIZE_MAX, t);
 	NEW_FAILED(new_al_nt_fn, "_ZnamSt11align_val_tRKSt9nothrow_t", n, al, t);

@@ -17,9 +17,25 @@ PUBLIC void *realloc(void *p, size_t n) { return alloc_realloc_inline(p, n); }
 PUBLIC void *reallocarray(void *p, size_t n, size_t m) { return alloc_reallocarray(p, n, m); }
 PUBLIC void cfree(void *p);
 PUBLIC void cfree(void *p) { alloc_free(p); }
-PUBLIC void *memalign(size_t a, size_t n) { return alloc_memalign(a, n); }
-PUBLIC int posix_memalign(void **out, size_t a, size_t n) { return alloc_posix_memalign(out, a, n); }
-PUBLIC void *aligned_alloc(size_t a, size_t n) { return alloc_aligned_alloc(a, n); }
+PUBLIC void *memalign(size_t a, size_t n)
+{
+	void *p = (a & (a - 1)) == 0 ? alloc_memalign_fast(a, n) : NULL;
+	return likely(p != NULL) ? p : alloc_memalign(a, n);
+}
+PUBLIC int posix_memalign(void **out, size_t a, size_t n)
+{
+	void *p = (a & (a - 1)) == 0 && a >= sizeof(void *) ? alloc_memalign_fast(a, n) : NULL;
+	if (likely(p != NULL)) {
+		*out = p;
+		return 0;
+	}
+	return alloc_posix_memalign(out, a, n);
+}
+PUBLIC void *aligned_alloc(size_t a, size_t n)
+{
+	void *p = (a & (a - 1)) == 0 && a ? alloc_memalign_fast(a, n) : NULL;
+	return likely(p != NULL) ? p : alloc_aligned_alloc(a, n);
+}
 PUBLIC void *valloc(size_t n) { return alloc_valloc(n); }
 PUBLIC void *pvalloc(size_t n) { return alloc_pvalloc(n); }
 PUBLIC size_t malloc_usable_size(void *p) { return alloc_usable_size_inline(p); }

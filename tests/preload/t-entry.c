@@ -220,7 +220,7 @@ static void test_aligned(void)
 				check_block(aligned_name[ep], p, sizes[i], align, sizes[i], 0);
 				free_variant(p, sizes[i], align, ep == EP_ALIGNED_ALLOC, 1);
 			}
-			if (align != 64 && align != 4096)
+			if (align != 32 && align != 64 && align != 4096)
 				continue;
 			for (i = 0; i < n_ladder; i++) {
 				void *p;

@@ -80,6 +80,25 @@ START_TEST(aligned_twins)
 }
 END_TEST
 
+/* memalign's fast way (alloc_memalign_fast): for an alignment of 32 or 64 bytes and any size up to
+ * ONEPAGE_MAX, the size rounded up to the alignment (the alignment itself for 0) names a class
+ * whose size is a multiple of the alignment, and the first such class at or above the size, the
+ * one the slow way's search (alloc_memalign) picks. */
+START_TEST(rounded_sizes_name_aligned_classes)
+{
+	for (size_t a = 32; a <= 64; a *= 2)
+		for (size_t n = 0; n <= ONEPAGE_MAX; n++) {
+			size_t m = n ? (n + a - 1) & ~(a - 1) : a;
+			unsigned c = size_class(m);
+			ck_assert_msg(class_size[c] % a == 0, "align %zu size %zu: class of %u bytes", a, n,
+			              class_size[c]);
+			unsigned first = size_class(n > a ? n : a);
+			while (class_size[first] % a) first++;
+			ck_assert_uint_eq(c, first);
+		}
+}
+END_TEST
+
 Suite *classes_suite(void)
 {
 	Suite *s = suite_create("classes");
@@ -89,6 +108,7 @@ Suite *classes_suite(void)
 	tcase_add_test(t, header_classes);
 	tcase_add_test(t, classes_aligned_and_runs_hold_blocks);
 	tcase_add_test(t, aligned_twins);
+	tcase_add_test(t, rounded_sizes_name_aligned_classes);
 	suite_add_tcase(s, t);
 	return s;
 }
