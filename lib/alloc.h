@@ -3,6 +3,7 @@
 #ifndef CONTIG_ALLOC_H
 #define CONTIG_ALLOC_H
 
+#include <string.h>
 #include "common.h"
 #include "heap.h"
 
@@ -86,6 +87,19 @@ static inline void alloc_free_inline(void *p)
 	page_t *pg = page_of(p);
 	/* large blocks, later pages of runs, free pages and pointers that start no block */
 	if (unlikely(!heap_free_block1(pg, p))) alloc_free_slow(pg, p);
+}
+
+/* calloc of a small block: malloc's fast path and a memset of what was asked (a block from the free
+ * lists holds old bytes; a fresh carve's too, after a purge that left its page). An overflowing
+ * product, and everything the fast path does not serve, is alloc_calloc's. */
+static ALWAYS_INLINE void *alloc_calloc_inline(size_t n, size_t m)
+{
+	size_t total;
+	if (likely(!__builtin_mul_overflow(n, m, &total))) {
+		void *p = heap_malloc_fast(total);
+		if (likely(p != NULL)) return memset(p, 0, total);
+	}
+	return alloc_calloc(n, m);
 }
 
 /* memalign and its kind for a power-of-two alignment up to 64 bytes and a size up to ONEPAGE_MAX,

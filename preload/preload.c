@@ -12,7 +12,7 @@
 
 PUBLIC void *malloc(size_t n) { return alloc_malloc_inline(n); }
 PUBLIC void free(void *p) { alloc_free_inline(p); }
-PUBLIC void *calloc(size_t n, size_t m) { return alloc_calloc(n, m); }
+PUBLIC void *calloc(size_t n, size_t m) { return alloc_calloc_inline(n, m); }
 PUBLIC void *realloc(void *p, size_t n) { return alloc_realloc_inline(p, n); }
 PUBLIC void *reallocarray(void *p, size_t n, size_t m) { return alloc_reallocarray(p, n, m); }
 PUBLIC void cfree(void *p);
