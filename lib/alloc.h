@@ -89,9 +89,9 @@ static inline void alloc_free_inline(void *p)
 	if (unlikely(!heap_free_block1(pg, p))) alloc_free_slow(pg, p);
 }
 
-/* calloc of a small block: malloc's fast path and a memset of what was asked (a block from the free
- * lists holds old bytes; a fresh carve's too, after a purge that left its page). An overflowing
- * product, and everything the fast path does not serve, is alloc_calloc's. */
+/* calloc of a small block: malloc's fast path and a memset of the bytes asked for (a block from
+ * the free lists holds old bytes, and so may a freshly carved one in a page used before). An
+ * overflowing product, and everything the fast path does not serve, is alloc_calloc's. */
 static ALWAYS_INLINE void *alloc_calloc_inline(size_t n, size_t m)
 {
 	size_t total;
