@@ -102,14 +102,14 @@ static ALWAYS_INLINE void *alloc_calloc_inline(size_t n, size_t m)
 	return alloc_calloc(n, m);
 }
 
-/* memalign and its kind for a power-of-two alignment up to 64 bytes and a size up to ONEPAGE_MAX,
- * through malloc's fast path: the size rounded up to the alignment names a class whose every
+/* memalign and its kind for a power-of-two alignment up to 64 bytes (0 counts as one, as for
+ * memalign) and a size up to ONEPAGE_MAX, through malloc's fast path: the size rounded up to the alignment names a class whose every
  * block is so aligned (runs and their colours start at multiples of 64 bytes, and the class of
  * such a size is a multiple of the alignment: test-classes checks every size), the class the
  * slow way's search (alloc_memalign) finds. NULL when the fast path cannot serve it. */
 static ALWAYS_INLINE void *alloc_memalign_fast(size_t align, size_t n)
 {
-	if (likely(align <= 64 && n <= ONEPAGE_MAX)) {
+	if (likely(align <= 64 && (align & (align - 1)) == 0 && n <= ONEPAGE_MAX)) {
 		size_t m = align <= ALIGN_MIN ? n : n ? (n + align - 1) & ~(align - 1) : align;
 		return heap_malloc_fast(m);
 	}
@@ -124,11 +124,9 @@ static ALWAYS_INLINE void alloc_delete_sized_inline(void *p, size_t n)
 {
 	if (likely(range_has(p))) {
 		page_t *pg = page_of(p);
-		uint64_t bit = block_index(pg, p);
-		if (likely(bit < pg->capacity) && likely(n <= pg->block_size)) {
-			heap_free_checked(pg, p, bit, "free");
-			return;
-		}
+		/* (on a page that is no small run's head, block_size is another field: either way of
+		 * the compare, heap_free_block1 then turns the pointer away) */
+		if (likely(n <= pg->block_size) && likely(heap_free_block1(pg, p))) return;
 	}
 	alloc_delete_sized(p, n);
 }

@@ -261,12 +261,13 @@ static void page_to_full(heap_t *h, page_t *pg)
 	}
 }
 
-/* Whether the slow path of class cls ran since the last sweep (sweep_idle), and saying that it did. */
+/* Whether the slow path of class cls ran since the last sweep (sweep_idle). */
 static bool class_active(const heap_t *h, unsigned cls)
 {
 	return h->active[cls >> 6] & (1ull << (cls & 63));
 }
 
+/* The slow path of class cls runs: say so to the next sweep. */
 static void class_mark_active(heap_t *h, unsigned cls)
 {
 	h->active[cls >> 6] |= 1ull << (cls & 63);

@@ -286,7 +286,7 @@ static inline void heap_free_block(page_t *pg, void *p, const char *func)
  * offset that wraps round, and so an index no capacity reaches.
  * Only a small run's head has a non-zero capacity, so this one test also turns away every
  * other kind of page. */
-static inline bool heap_free_block1(page_t *pg, void *p)
+static ALWAYS_INLINE bool heap_free_block1(page_t *pg, void *p)
 {
 	uint64_t bit = block_index(pg, p);
 	if (unlikely(bit >= pg->capacity)) return false;

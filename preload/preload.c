@@ -19,12 +19,12 @@ PUBLIC void cfree(void *p);
 PUBLIC void cfree(void *p) { alloc_free(p); }
 PUBLIC void *memalign(size_t a, size_t n)
 {
-	void *p = (a & (a - 1)) == 0 ? alloc_memalign_fast(a, n) : NULL;
+	void *p = alloc_memalign_fast(a, n);
 	return likely(p != NULL) ? p : alloc_memalign(a, n);
 }
 PUBLIC int posix_memalign(void **out, size_t a, size_t n)
 {
-	void *p = (a & (a - 1)) == 0 && a >= sizeof(void *) ? alloc_memalign_fast(a, n) : NULL;
+	void *p = a >= sizeof(void *) ? alloc_memalign_fast(a, n) : NULL;
 	if (likely(p != NULL)) {
 		*out = p;
 		return 0;
@@ -33,7 +33,7 @@ PUBLIC int posix_memalign(void **out, size_t a, size_t n)
 }
 PUBLIC void *aligned_alloc(size_t a, size_t n)
 {
-	void *p = (a & (a - 1)) == 0 && a ? alloc_memalign_fast(a, n) : NULL;
+	void *p = a ? alloc_memalign_fast(a, n) : NULL;
 	return likely(p != NULL) ? p : alloc_aligned_alloc(a, n);
 }
 PUBLIC void *valloc(size_t n) { return alloc_valloc(n); }

@@ -245,6 +245,19 @@ static void new_handler_semantics()
 	std::set_new_handler(nullptr);
 }
 
+// Delete a block of n bytes twice with the sized operator; the library must abort at the second.
+static int double_delete(size_t n, const char *what)
+{
+	static void *volatile held;   // (volatile: the compiler would flag the second delete)
+	held = ::operator new(n);
+	::operator delete(held, n);
+	std::printf("ptr %p\n", held);
+	std::fflush(stdout);
+	::operator delete(held, n);
+	std::printf("survived %s\n", what);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	tu_init();
@@ -267,28 +280,10 @@ int main(int argc, char **argv)
 		std::printf("survived delete-wrong-size-large\n");
 		return 0;
 	}
-	if (argc > 1 && std::strcmp(argv[1], "double-delete-small") == 0) {
-		// a second sized delete of a small block, through delete's fast path
-		static void *volatile held;
-		held = ::operator new(48);
-		::operator delete(held, 48);
-		std::printf("ptr %p\n", held);
-		std::fflush(stdout);
-		::operator delete(held, 48);
-		std::printf("survived double-delete-small\n");
-		return 0;
-	}
-	if (argc > 1 && std::strcmp(argv[1], "double-delete-large") == 0) {
-		// a second sized delete of a large block: "free(): invalid pointer", as for small ones
-		static void *volatile held;   // (volatile: the compiler would flag the second delete)
-		held = ::operator new(300000);
-		::operator delete(held, 300000);
-		std::printf("ptr %p\n", held);
-		std::fflush(stdout);
-		::operator delete(held, 300000);
-		std::printf("survived double-delete-large\n");
-		return 0;
-	}
+	// a second sized delete of a small block (through delete's fast path) or of a large one:
+	// "free(): invalid pointer", as free says
+	if (argc > 1 && std::strcmp(argv[1], "double-delete-small") == 0) return double_delete(48, argv[1]);
+	if (argc > 1 && std::strcmp(argv[1], "double-delete-large") == 0) return double_delete(300000, argv[1]);
 	new_handler_semantics();
 	containers();
 	exceptions();
