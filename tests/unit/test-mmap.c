@@ -3,6 +3,7 @@
 #include "mmap.h"
 #include "alloc.h"
 #include "region.h"
+#include "region_int.h"
 #include "init.h"
 #include "suites.h"
 #include <errno.h>
@@ -102,6 +103,61 @@ START_TEST(fixed_over_free_honoured)
 }
 END_TEST
 
+/* What a page is for the mapping calls, found the slow way: every free run walked for every
+ * page that may be in one (region_classify skips the walk for pages of large blocks and served
+ * mappings). */
+static int classify_by_walk(size_t i)
+{
+	page_t *pg = &G.pages[i];
+	if (pg->kind == PK_MMAP_FIXED) return PC_FIXED;
+	if (pg->kind == PK_FOREIGN) return PC_FOREIGN;
+	if (i >= range_frontier()) return PC_UNUSED;
+	if ((pg->kind == PK_FREE || pg->kind == PK_CONT) && free_run_holding(i) != SIZE_MAX) return PC_FREE;
+	page_t *h = pg->kind == PK_CONT ? pg - pg->head_off : pg;
+	if (h->kind == PK_MMAP) return PC_MMAP;
+	if (h->kind == PK_SMALL || h->kind == PK_LARGE) return PC_HEAP;
+	return PC_FREE;
+}
+
+/* After large blocks of many sizes are made, freed, shrunk and grown in place, and mappings are
+ * served and partly unmapped (free runs whose pages keep the head_off of the runs they were,
+ * runs cut from where other runs were), every page of the range is what the walk says it is. */
+#define CW_N 96
+START_TEST(classify_agrees_with_the_walk)
+{
+	void *blk[CW_N];
+	char *map[CW_N / 4];
+	for (int i = 0; i < CW_N; i++) blk[i] = alloc_malloc(((size_t)(i % 11) + 3) * PAGE_SIZE - 100);
+	for (int i = 0; i < CW_N / 4; i++) ck_assert_ptr_ne(map[i] = anon(((size_t)(i % 5) + 2) * PAGE_SIZE), MAP_FAILED);
+	for (int i = 0; i < CW_N; i += 3) alloc_free(blk[i]);
+	for (int i = 1; i < CW_N; i += 3) blk[i] = alloc_realloc(blk[i], 2 * PAGE_SIZE + 4096);   /* shrink */
+	for (int i = 0; i < CW_N / 4; i += 2) mm_munmap(map[i] + PAGE_SIZE, PAGE_SIZE);          /* a middle page */
+	for (int i = 0; i < CW_N; i += 3) blk[i] = alloc_malloc(((size_t)(i % 7) + 2) * PAGE_SIZE);
+	for (int i = 2; i < CW_N; i += 3) blk[i] = alloc_realloc(blk[i], 20 * PAGE_SIZE);        /* grow */
+	range_lock();
+	size_t end = range_frontier(), heap = 0, freep = 0, mine = 0;
+	for (size_t i = 0; i < end; i++) {
+		page_t *h;
+		int c = classify_by_walk(i);
+		range_unlock();
+		ck_assert_int_eq(region_classify(i, &h), c);
+		range_lock();
+		heap += c == PC_HEAP;
+		freep += c == PC_FREE;
+		mine += c == PC_MMAP;
+	}
+	range_unlock();
+	ck_assert_uint_gt(heap, 0);
+	ck_assert_uint_gt(freep, 0);
+	ck_assert_uint_gt(mine, 0);
+	for (int i = 0; i < CW_N; i++) alloc_free(blk[i]);
+	for (int i = 0; i < CW_N / 4; i++) {
+		size_t n = ((size_t)(i % 5) + 2) * PAGE_SIZE;
+		mm_munmap(map[i], n);
+	}
+}
+END_TEST
+
 Suite *mmap_suite(void)
 {
 	Suite *s = suite_create("mmap");
@@ -111,6 +167,7 @@ Suite *mmap_suite(void)
 	tcase_add_test(t, mremap_grows);
 	tcase_add_test(t, fixed_over_heap_refused);
 	tcase_add_test(t, fixed_over_free_honoured);
+	tcase_add_test(t, classify_agrees_with_the_walk);
 	suite_add_tcase(s, t);
 	return s;
 }
