@@ -121,14 +121,16 @@ typedef struct span { int heap, free, mine, fixed, foreign; } span_t;
 static void survey(size_t a, size_t b, span_t *s)
 {
 	memset(s, 0, sizeof *s);
-	for (size_t i = a; i < b; i++) {
+	for (size_t i = a, next; i < b; i = next) {
 		page_t *h;
-		switch (region_classify(i, &h)) {
-		case PC_HEAP: s->heap++; break;
-		case PC_FREE: case PC_UNUSED: s->free++; break;
-		case PC_MMAP: s->mine++; break;
-		case PC_FIXED: s->fixed++; break;
-		default: s->foreign++; break;
+		int c = region_classify_span(i, &h, &next);
+		int n = (int)((next < b ? next : b) - i);
+		switch (c) {
+		case PC_HEAP: s->heap += n; break;
+		case PC_FREE: case PC_UNUSED: s->free += n; break;
+		case PC_MMAP: s->mine += n; break;
+		case PC_FIXED: s->fixed += n; break;
+		default: s->foreign += n; break;
 		}
 	}
 }
@@ -167,18 +169,24 @@ static void fixed_mask(uintptr_t lo, uintptr_t hi, bool set)
 	/* only the part inside the range (a fixed mapping may reach past either end) */
 	if (lo < G.base) lo = G.base;
 	if (hi > G.base + G.size) hi = G.base + G.size;
+	size_t back = SIZE_MAX;         /* first of the pages unmapped whole so far, given back together */
 	for (uintptr_t p = align_down(lo, PAGE_SIZE); p < hi; p += PAGE_SIZE) {
 		page_t *pg = page_of((void *)p);
-		if (pg->kind != PK_MMAP_FIXED) continue;
-		uintptr_t s = p > lo ? p : lo, e = p + PAGE_SIZE < hi ? p + PAGE_SIZE : hi;
-		uint32_t m = 0;
-		for (uintptr_t q = s; q < e; q += OS_PAGE) m |= 1u << ((q - p) / OS_PAGE);
-		if (set) pg->npages |= m;
-		else {
-			pg->npages &= ~m;
-			if (pg->npages == 0) region_fixed_give_back(pidx(p));
+		bool whole = false;
+		if (pg->kind == PK_MMAP_FIXED) {
+			uintptr_t s = p > lo ? p : lo, e = p + PAGE_SIZE < hi ? p + PAGE_SIZE : hi;
+			uint32_t m = 0;
+			for (uintptr_t q = s; q < e; q += OS_PAGE) m |= 1u << ((q - p) / OS_PAGE);
+			if (set) pg->npages |= m;
+			else whole = (pg->npages &= ~m) == 0;
+		}
+		if (whole && back == SIZE_MAX) back = pidx(p);
+		if (!whole && back != SIZE_MAX) {
+			region_fixed_give_back(back, pidx(p));
+			back = SIZE_MAX;
 		}
 	}
+	if (back != SIZE_MAX) region_fixed_give_back(back, pidx(align_up(hi, PAGE_SIZE)));
 }
 
 /* A fixed mapping of the caller's now covers [lo, hi), which reaches into served run h: the rest
@@ -553,8 +561,14 @@ int mm_munmap(void *addr, size_t len)
 		}
 		uintptr_t hi = a + len < phi ? a + len : phi;
 		if (c == PC_FIXED) {
+			/* the caller's fixed pages that follow, unmapped and given back in one go */
+			size_t j = i + 1;
+			while (j < pb && G.pages[j].kind == PK_MMAP_FIXED) j++;
+			hi = a + len < page_addr(j) ? a + len : page_addr(j);
 			os_munmap((void *)lo, hi - lo);
 			fixed_mask(lo, hi, false);
+			i = j;
+			continue;
 		} else if (c == PC_FOREIGN)
 			os_munmap((void *)lo, hi - lo);
 		i++;

@@ -16,33 +16,49 @@ static bool cont_of_taken(size_t i, const page_t *h)
 	return (h->kind == PK_LARGE || h->kind == PK_MMAP) && i < page_idx(h) + h->npages;
 }
 
-static int classify_locked(size_t i, page_t **head)
+/* What page i is for a mapping call, and in *next the first page past the run that makes it so,
+ * as far as one look tells (i + 1 when only page i is known): a caller walking a span of pages
+ * goes on from there. */
+static int classify_locked(size_t i, page_t **head, size_t *next)
 {
 	page_t *pg = P(i);
 	*head = NULL;
+	*next = i + 1;
 	if (pg->kind == PK_MMAP_FIXED) return PC_FIXED;
 	if (pg->kind == PK_FOREIGN) return PC_FOREIGN;
 	if (i >= range_frontier()) return PC_UNUSED;
+	page_t *h = pg->kind == PK_CONT ? pg - pg->head_off : pg;
+	bool taken = pg->kind == PK_CONT && cont_of_taken(i, h);
 	/* free pages are known only by walking the free runs (their middle pages keep stale
 	 * kinds): not for a page of a large block or served mapping, which a mapping call over one
 	 * meets on each of its pages (the walk made a MAP_FIXED of 256 pages over a served mapping
 	 * cost 7 ms with 4000 free runs) */
-	if (pg->kind == PK_FREE || (pg->kind == PK_CONT && !cont_of_taken(i, pg - pg->head_off))) {
-		if (free_run_holding(i) != SIZE_MAX) return PC_FREE;
+	if (pg->kind == PK_FREE || (pg->kind == PK_CONT && !taken)) {
+		size_t s = free_run_holding(i);
+		if (s != SIZE_MAX) {
+			*next = s + P(s)->npages;
+			return PC_FREE;
+		}
 	}
-	page_t *h = pg->kind == PK_CONT ? pg - pg->head_off : pg;
 	*head = h;
+	if ((h == pg || taken) && (h->kind == PK_MMAP || h->kind == PK_LARGE)) *next = page_idx(h) + h->npages;
 	if (h->kind == PK_MMAP) return PC_MMAP;
 	if (h->kind == PK_SMALL || h->kind == PK_LARGE) return PC_HEAP;
 	return PC_FREE;
 }
 
-int region_classify(size_t i, page_t **head)
+int region_classify_span(size_t i, page_t **head, size_t *next)
 {
 	range_lock();
-	int c = classify_locked(i, head);
+	int c = classify_locked(i, head, next);
 	range_unlock();
 	return c;
+}
+
+int region_classify(size_t i, page_t **head)
+{
+	size_t next;
+	return region_classify_span(i, head, &next);
 }
 
 /* Give pages [a, b) of served mapping h back to the heap: our mapping goes back over them, they
@@ -86,8 +102,8 @@ int region_fixed_take(size_t a, size_t b)
 {
 	page_t *hd;
 	range_lock();
-	for (size_t i = a; i < b; i++) {
-		int c = classify_locked(i, &hd);
+	for (size_t i = a, next; i < b; i = next) {
+		int c = classify_locked(i, &hd, &next);
 		if (c != PC_FREE && c != PC_UNUSED && c != PC_FIXED) { range_unlock(); return -1; }
 	}
 	for (size_t i = a; i < b;) {
@@ -117,17 +133,24 @@ int region_fixed_take(size_t a, size_t b)
 	return 0;
 }
 
-/* The caller unmapped all of fixed page i: it is ours again. */
-void region_fixed_give_back(size_t i)
+/* The caller unmapped all of fixed pages [a, b): they are ours again, free below the frontier,
+ * unused above it, with our mapping back over them in one call for each side. */
+void region_fixed_give_back(size_t a, size_t b)
 {
 	range_lock();
-	range_restore(i, i + 1);
-	if (i < range_frontier()) {
-		P(i)->kind = PK_FREE;
-		P(i)->flags &= (uint8_t)~(PF_DIRTY | PF_PROT | PF_RESV);
-		run_insert_free(i, 1, CLEAN_STAMP, true);      /* recycled, nothing dirty: as above */
-	} else
-		P(i)->kind = PK_UNUSED;
+	size_t f = range_frontier(), m = b < f ? b : (a > f ? a : f);
+	if (a < m) {
+		range_restore(a, m);
+		for (size_t i = a; i < m; i++) {
+			P(i)->kind = PK_FREE;
+			P(i)->flags &= (uint8_t)~(PF_DIRTY | PF_PROT | PF_RESV);
+		}
+		run_insert_free(a, m - a, CLEAN_STAMP, true);   /* recycled, nothing dirty: as above */
+	}
+	if (m < b) {
+		range_restore(m, b);
+		for (size_t i = m; i < b; i++) P(i)->kind = PK_UNUSED;
+	}
 	range_unlock();
 }
 
@@ -159,9 +182,10 @@ int region_mmap_commit(size_t a, size_t b)
 void region_mmap_uncommit(size_t a, size_t b)
 {
 	page_t *h;
+	size_t next;
 	range_lock();
 	for (size_t i = a; i < b; i++) {
-		if (classify_locked(i, &h) != PC_MMAP || !(P(i)->flags & PF_DIRTY)) continue;
+		if (classify_locked(i, &h, &next) != PC_MMAP || !(P(i)->flags & PF_DIRTY)) continue;
 		P(i)->flags = (uint8_t)((P(i)->flags & ~PF_DIRTY) | PF_RESV);
 		R.committed--;
 	}

@@ -58,9 +58,10 @@ HIDDEN void region_huge_advise(uintptr_t chunk);    /* MADV_HUGEPAGE on a chunk 
 /* ---- pages of served mappings (mmap_pages.c) ---- */
 enum { PC_FREE, PC_UNUSED, PC_HEAP, PC_MMAP, PC_FIXED, PC_FOREIGN };
 HIDDEN int region_classify(size_t i, page_t **head);
+HIDDEN int region_classify_span(size_t i, page_t **head, size_t *next);   /* and the page past its run */
 HIDDEN void region_mmap_release(page_t *h, size_t a, size_t b);
 HIDDEN int region_fixed_take(size_t a, size_t b);
-HIDDEN void region_fixed_give_back(size_t i);
+HIDDEN void region_fixed_give_back(size_t a, size_t b);   /* fixed pages [a, b) unmapped whole */
 HIDDEN int region_mmap_commit(size_t a, size_t b);      /* reserved pages made accessible: 0, or -1 at the limit */
 HIDDEN void region_mmap_uncommit(size_t a, size_t b);   /* whole pages made PROT_NONE again by a fixed mapping */
 

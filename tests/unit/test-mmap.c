@@ -103,6 +103,31 @@ START_TEST(fixed_over_free_honoured)
 }
 END_TEST
 
+/* A fixed mapping over many free pages, unmapped in parts: a page is the caller's until all its
+ * 4 KiB pages are unmapped, and then free again, merged with the free pages beside it. */
+START_TEST(fixed_pages_given_back_whole)
+{
+	char *blk = alloc_malloc(32 * PAGE_SIZE);
+	alloc_free(blk);
+	char *f = blk + 4 * PAGE_SIZE;
+	size_t fa = ((uintptr_t)f - G.base) >> PAGE_SHIFT;
+	ck_assert_ptr_eq(mm_mmap(f, 16 * PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0), f);
+	memset(f, 3, 16 * PAGE_SIZE);
+	page_t *h;
+	ck_assert_int_eq(mm_munmap(f, 6 * PAGE_SIZE + 4096), 0);     /* 6 pages whole, one in part */
+	for (size_t i = fa; i < fa + 6; i++) ck_assert_int_eq(region_classify(i, &h), PC_FREE);
+	for (size_t i = fa + 6; i < fa + 16; i++) ck_assert_int_eq(region_classify(i, &h), PC_FIXED);
+	ck_assert_int_eq(f[6 * PAGE_SIZE + 4096], 3);
+	ck_assert_int_eq(mm_munmap(f + 6 * PAGE_SIZE + 4096, 10 * PAGE_SIZE - 4096), 0);
+	range_lock();
+	size_t s = free_run_holding(fa);
+	ck_assert_uint_ne(s, SIZE_MAX);
+	ck_assert_uint_ge(s + G.pages[s].npages, fa + 16);              /* one free run again */
+	ck_assert_uint_eq(free_run_holding(fa + 15), s);
+	range_unlock();
+}
+END_TEST
+
 /* What a page is for the mapping calls, found the slow way: every free run walked for every
  * page that may be in one (region_classify skips the walk for pages of large blocks and served
  * mappings). */
@@ -137,11 +162,20 @@ START_TEST(classify_agrees_with_the_walk)
 	range_lock();
 	size_t end = range_frontier(), heap = 0, freep = 0, mine = 0;
 	for (size_t i = 0; i < end; i++) {
-		page_t *h;
+		page_t *h, *h2;
+		size_t next;
 		int c = classify_by_walk(i);
 		range_unlock();
 		ck_assert_int_eq(region_classify(i, &h), c);
+		/* the span it reports is all of that class, and of the same run */
+		ck_assert_int_eq(region_classify_span(i, &h2, &next), c);
+		ck_assert_ptr_eq(h2, h);
+		ck_assert_uint_gt(next, i);
 		range_lock();
+		for (size_t k = i + 1; k < next && k < end; k++) {
+			ck_assert_int_eq(classify_by_walk(k), c);
+			if (c == PC_MMAP || c == PC_HEAP) ck_assert_ptr_eq(G.pages[k].kind == PK_CONT ? &G.pages[k] - G.pages[k].head_off : &G.pages[k], h);
+		}
 		heap += c == PC_HEAP;
 		freep += c == PC_FREE;
 		mine += c == PC_MMAP;
@@ -168,6 +202,7 @@ Suite *mmap_suite(void)
 	tcase_add_test(t, fixed_over_heap_refused);
 	tcase_add_test(t, fixed_over_free_honoured);
 	tcase_add_test(t, classify_agrees_with_the_walk);
+	tcase_add_test(t, fixed_pages_given_back_whole);
 	suite_add_tcase(s, t);
 	return s;
 }
