@@ -239,7 +239,8 @@ static bool served_mapped_any(size_t pa, size_t pb, uintptr_t lo, uintptr_t hi)
 {
 	for (size_t i = pa; i < pb;) {
 		page_t *h;
-		if (region_classify(i, &h) != PC_MMAP) { i++; continue; }
+		size_t next;
+		if (region_classify_span(i, &h, &next) != PC_MMAP) { i = next; continue; }
 		uintptr_t start = page_addr(page_idx(h));
 		uintptr_t s = start + h->map_lo > lo ? start + h->map_lo : lo;
 		uintptr_t e = start + h->map_hi < hi ? start + h->map_hi : hi;
@@ -295,7 +296,8 @@ static void *fixed_place(const char *call, const char *what, uintptr_t a, size_t
 	fixed_mask(a, a + len, true);
 	for (size_t i = pa; s.mine && i < pb;) {
 		page_t *h;
-		if (region_classify(i, &h) != PC_MMAP) { i++; continue; }
+		size_t next;
+		if (region_classify_span(i, &h, &next) != PC_MMAP) { i = next; continue; }
 		served_extend(h, a, a + len);
 		/* the caller's own mapping there now, whatever its protection, sharing or file: what
 		 * grows it in place, or frees it, must go through the kernel (prot_changed) */
@@ -547,9 +549,10 @@ int mm_munmap(void *addr, size_t len)
 	/* parts outside the range, and foreign mappings inside it, are the kernel's business */
 	if (a < G.base) os_munmap(addr, G.base - a);
 	if (a + len > G.base + G.size) os_munmap((void *)(G.base + G.size), a + len - G.base - G.size);
-	for (size_t i = pa; i < pb;) {
+	for (size_t i = pa, next; i < pb;) {
 		page_t *h;
-		int c = region_classify(i, &h);
+		int c = region_classify_span(i, &h, &next);
+		if (c == PC_FREE || c == PC_UNUSED) { i = next; continue; }   /* nothing of the caller's */
 		uintptr_t plo = page_addr(i), phi = plo + PAGE_SIZE;
 		uintptr_t lo = a > plo ? a : plo;
 		if (c == PC_MMAP) {
