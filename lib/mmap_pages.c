@@ -119,12 +119,20 @@ int region_fixed_take(size_t a, size_t b)
 		size_t stop = e < b ? e : b;
 		bin_remove(s);
 		range_none_forget(i, stop);
+		size_t d = SIZE_MAX;            /* first of the dirty pages in a row, decommitted together */
 		for (size_t k = i; k < stop; k++) {
-			if (P(k)->flags & PF_DIRTY) { R.committed--; os_decommit(page_addr(k), PAGE_SIZE); }
+			if (P(k)->flags & PF_DIRTY) {
+				R.committed--;
+				if (d == SIZE_MAX) d = k;
+			} else if (d != SIZE_MAX) {
+				os_decommit(page_addr(d), (k - d) << PAGE_SHIFT);
+				d = SIZE_MAX;
+			}
 			P(k)->flags &= (uint8_t)~(PF_DIRTY | PF_RUNDIRTY | PF_RESV);   /* PF_NONE: range_none_forget */
 			P(k)->kind = PK_MMAP_FIXED;
 			P(k)->npages = 0;
 		}
+		if (d != SIZE_MAX) os_decommit(page_addr(d), (stop - d) << PAGE_SHIFT);
 		if (s < i) { P(s)->kind = PK_FREE; run_insert_free(s, i - s, stamp, dirty); }
 		if (stop < e) { P(stop)->kind = PK_FREE; run_insert_free(stop, e - stop, stamp, dirty); }
 		i = stop;
