@@ -116,6 +116,14 @@ static ALWAYS_INLINE void *alloc_memalign_fast(size_t align, size_t n)
 	return NULL;
 }
 
+/* memalign's way: the fast path when it serves, else alloc_memalign (which rounds an alignment
+ * that is no power of two up). */
+static ALWAYS_INLINE void *alloc_memalign_inline(size_t align, size_t n)
+{
+	void *p = alloc_memalign_fast(align, n);
+	return likely(p != NULL) ? p : alloc_memalign(align, n);
+}
+
 /* C++ sized delete: free's fast path, with the size checked against the block's, which is in the
  * descriptor line free reads anyway (three instructions more than free). C++14 code deletes through
  * the sized operators, so this is every delete of a small object. A size larger than the block,

@@ -66,9 +66,7 @@ static inline bool al_impossible(size_t n, size_t al) { return al && n > SIZE_MA
  * alignas(32) or alignas(64)), else alloc_memalign. */
 static inline void *new_aligned(size_t n, size_t al)
 {
-	if (!al || (al & (al - 1))) return NULL;
-	void *p = alloc_memalign_fast(al, n);
-	return likely(p != NULL) ? p : alloc_memalign(al, n);
+	return al && !(al & (al - 1)) ? alloc_memalign_inline(al, n) : NULL;
 }
 PUBLIC void *_ZnwmSt11align_val_t(size_t n, size_t al);
 PUBLIC void *_ZnwmSt11align_val_t(size_t n, size_t al)

@@ -17,11 +17,7 @@ PUBLIC void *realloc(void *p, size_t n) { return alloc_realloc_inline(p, n); }
 PUBLIC void *reallocarray(void *p, size_t n, size_t m) { return alloc_reallocarray(p, n, m); }
 PUBLIC void cfree(void *p);
 PUBLIC void cfree(void *p) { alloc_free(p); }
-PUBLIC void *memalign(size_t a, size_t n)
-{
-	void *p = alloc_memalign_fast(a, n);
-	return likely(p != NULL) ? p : alloc_memalign(a, n);
-}
+PUBLIC void *memalign(size_t a, size_t n) { return alloc_memalign_inline(a, n); }
 PUBLIC int posix_memalign(void **out, size_t a, size_t n)
 {
 	void *p = a >= sizeof(void *) ? alloc_memalign_fast(a, n) : NULL;
