@@ -190,12 +190,14 @@ int region_mmap_commit(size_t a, size_t b)
 void region_mmap_uncommit(size_t a, size_t b)
 {
 	page_t *h;
-	size_t next;
 	range_lock();
-	for (size_t i = a; i < b; i++) {
-		if (classify_locked(i, &h, &next) != PC_MMAP || !(P(i)->flags & PF_DIRTY)) continue;
-		P(i)->flags = (uint8_t)((P(i)->flags & ~PF_DIRTY) | PF_RESV);
-		R.committed--;
+	for (size_t i = a, next; i < b;) {
+		if (classify_locked(i, &h, &next) != PC_MMAP) { i = next; continue; }   /* past its run */
+		if (P(i)->flags & PF_DIRTY) {
+			P(i)->flags = (uint8_t)((P(i)->flags & ~PF_DIRTY) | PF_RESV);
+			R.committed--;
+		}
+		i++;
 	}
 	range_unlock();
 }
