@@ -480,6 +480,12 @@ static bool holes_any(const page_t *h, uintptr_t lo, uintptr_t hi)
 	return false;
 }
 
+/* [lo, hi) of a served mapping reads as unmapped from now on: no access, no memory. */
+static void unmap_none(uintptr_t lo, uintptr_t hi)
+{
+	os_mmap((void *)lo, hi - lo, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+}
+
 /* Unmap [lo, hi) of served mapping h (clipped to what the caller still has mapped). A prefix or
  * a suffix gives its whole pages back at once; a hole in the middle is remembered per 4 KiB page,
  * and the run goes back whole once every page of it has been unmapped. */
@@ -495,22 +501,28 @@ static void unmap_served(page_t *h, uintptr_t lo, uintptr_t hi)
 		region_mmap_release(h, idx, idx + h->npages);
 		return;
 	}
-	/* What the caller gave up reads as unmapped: no access, no memory. */
-	os_mmap((void *)lo, hi - lo, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+	/* What the caller gave up reads as unmapped: no access, no memory. The whole pages a prefix
+	 * or a suffix gives back get that from their release, which maps them again: only the part
+	 * of a page the mapping keeps is mapped here (one system call, not two, for a trim). */
 	for (size_t i = pidx(lo); i < pidx(align_up(hi, PAGE_SIZE)); i++) h[i - idx].flags |= PF_PROT;
 	if (!h->holes && lo == mlo) {
 		/* a prefix: whole pages before the new start go back */
 		h->map_lo = hi - start;
 		size_t keep_from = pidx(align_down(hi, PAGE_SIZE));
+		uintptr_t kept = page_addr(keep_from) > lo ? page_addr(keep_from) : lo;
+		if (kept < hi) unmap_none(kept, hi);
 		if (keep_from > idx) region_mmap_release(h, idx, keep_from);
 		return;
 	}
 	if (!h->holes && hi == mhi) {
 		h->map_hi = lo - start;
 		size_t drop_from = pidx(align_up(lo, PAGE_SIZE));
+		uintptr_t kept = page_addr(drop_from) < hi ? page_addr(drop_from) : hi;
+		if (lo < kept) unmap_none(lo, kept);
 		if (drop_from < idx + h->npages) region_mmap_release(h, drop_from, idx + h->npages);
 		return;
 	}
+	unmap_none(lo, hi);
 	size_t bits = ((size_t)h->npages << PAGE_SHIFT) / OS_PAGE;
 	if (!h->holes) h->holes = meta_alloc((bits + 63) / 64 * 8);     /* zeroed, outside the range */
 	if (!h->holes) return;                  /* no memory for the bitmap: kept until exit */
