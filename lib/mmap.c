@@ -653,8 +653,15 @@ static int check_own(const char *call, uintptr_t a, size_t len, bool mark_prot, 
 		if (collide) range_count_collision(a, len, CONTIG_ROUTE_MMAP);
 		return ENOMEM;
 	}
-	if (mark_prot)
+	if (mark_prot) {
 		for (size_t i = pa; i < pb; i++) G.pages[i].flags |= PF_PROT;
+		if (s.heap) {
+			/* inside one block: its head says so too, the one page free looks at (runs.c) */
+			page_t *h = &G.pages[pa];
+			if (h->kind == PK_CONT) h -= h->head_off;
+			h->flags |= PF_PROT;
+		}
+	}
 	return 0;
 }
 

@@ -309,6 +309,56 @@ static void zero_dirty(uintptr_t a, size_t len)
 	memset((void *)a, 0, len);
 }
 
+/* Pages [idx, idx + n) become a run of kind: each a PK_CONT page of it (the head's kind is set
+ * last, by the caller, once its fields are), with its flags for the run (RUN_*). Returns how
+ * many were clean (newly committed, unless RUN_RESERVE); *undirtied counts the dirty pages a
+ * reservation takes (decommitted by the caller, RUN_ZERO: committed no more). The masks are
+ * worked out once, not per page: a large block's pages cost a few instructions each. */
+static size_t take_pages_locked(size_t idx, size_t n, uint8_t kind, int flags, size_t *undirtied)
+{
+	uint8_t keep = (uint8_t)~(PF_RUNDIRTY | PF_NEEDZERO | PF_RESV | PF_WASHEAD);
+	/* PF_WASHEAD stays on a small run's head, and on every page of a chunk (each a head) */
+	uint8_t keep_head = kind == PK_SMALL ? (uint8_t)(keep | PF_WASHEAD) : keep;
+	uint8_t keep_rest = kind == PK_SMALL && (flags & RUN_CHUNK) ? keep_head : keep;
+	uint8_t set = flags & RUN_CHUNK ? PF_HUGE : 0;
+	/* a dirty page handed out to a caller that needs zeroes: PF_DIRTY (1) moved up to PF_NEEDZERO */
+	uint8_t zero = flags & RUN_ZERO ? PF_NEEDZERO : 0;
+	_Static_assert(PF_DIRTY << 1 == PF_NEEDZERO, "PF_NEEDZERO is PF_DIRTY shifted once");
+	size_t clean = 0;
+	if (flags & RUN_RESERVE) {
+		size_t dirty_taken = 0;
+		for (size_t i = idx; i < idx + n; i++) {
+			page_t *pg = P(i);
+			uint8_t f = pg->flags & (i == idx ? keep_head : keep_rest);
+			clean += ~f & PF_DIRTY;
+			dirty_taken += f & PF_DIRTY;
+			pg->flags = (uint8_t)((f & ~PF_DIRTY) | set | ((f << 1) & zero) | PF_RESV);
+			pg->kind = PK_CONT;
+			pg->head_off = (uint32_t)(i - idx);
+		}
+		*undirtied = dirty_taken;
+		return clean;
+	}
+	page_t *pg = P(idx);
+	uint8_t f = pg->flags & keep_head;
+	clean += ~f & PF_DIRTY;
+	pg->flags = (uint8_t)(f | set | ((f << 1) & zero) | PF_DIRTY);
+	pg->kind = PK_CONT;
+	pg->head_off = 0;
+	/* through a pointer of its own: the byte stores may alias G.pages, which the compiler would
+	 * otherwise load again for every page */
+	page_t *run = pg;
+	for (uint32_t k = 1; k < n; k++) {
+		f = run[k].flags & keep_rest;
+		clean += ~f & PF_DIRTY;
+		run[k].flags = (uint8_t)(f | set | ((f << 1) & zero) | PF_DIRTY);
+		run[k].kind = PK_CONT;
+		run[k].head_off = k;
+	}
+	*undirtied = 0;
+	return clean;
+}
+
 /* n pages whose first is aligned to align bytes (a power of two; 0 or up to PAGE_SIZE: any). A
  * free run of n + align / PAGE_SIZE - 1 pages holds such a place; only the n pages are taken
  * (and counted against CONTIG_LIMIT), the pages before and after stay free as they were. */
@@ -359,24 +409,8 @@ refit:
 	size_t run0 = idx;
 	idx = take;
 	h = P(idx);
-	clean = 0;
 	size_t undirtied = 0;
-	for (size_t i = idx; i < idx + n; i++) {
-		page_t *pg = P(i);
-		uint8_t f = pg->flags & (uint8_t)~(PF_RUNDIRTY | PF_NEEDZERO | PF_RESV);
-		clean += !(f & PF_DIRTY);
-		if (kind != PK_SMALL || (i != idx && !(flags & RUN_CHUNK))) f &= (uint8_t)~PF_WASHEAD;
-		if ((flags & RUN_ZERO) && (f & PF_DIRTY)) f |= PF_NEEDZERO;
-		if (flags & RUN_CHUNK) f |= PF_HUGE;
-		if (flags & RUN_RESERVE) {
-			/* a dirty page is decommitted below (RUN_ZERO): committed no more */
-			undirtied += (f & PF_DIRTY) != 0;
-			pg->flags = (uint8_t)((f & ~PF_DIRTY) | PF_RESV);
-		} else
-			pg->flags = f | PF_DIRTY;
-		pg->kind = PK_CONT;             /* the head's kind is set last, once its fields are */
-		pg->head_off = (uint32_t)(i - idx);
-	}
+	clean = take_pages_locked(idx, n, kind, flags, &undirtied);
 	/* the rest stays free, with the state it had (its other neighbours are not free: no merge) */
 	if (lead) {
 		P(run0)->kind = PK_FREE;
@@ -466,6 +500,17 @@ static bool dirtied_locked(void)
 	return purger_wanted_locked();
 }
 
+/* The caller changed protections or gave lasting advice (MADV_DONTFORK, ...) inside the pages
+ * [idx, idx + n) of a block that goes back to the free runs: a fresh mapping of ours makes them
+ * plain memory again, so that free runs never hold such a page. (A block's head carries PF_PROT
+ * when any of its pages does: check_own marks both, and free looks at the head alone instead of
+ * reading every page's descriptor.) */
+static void prot_undo_locked(size_t idx, size_t n)
+{
+	os_map_over_rw(page_addr(idx), n << PAGE_SHIFT);
+	for (size_t k = idx; k < idx + n; k++) P(k)->flags &= (uint8_t)~PF_PROT;
+}
+
 /* Whether the purger must be started once the lock is dropped. stamp: when its pages were
  * freed (coarse ms clock), which is when they become due for the purger. */
 static bool free_locked(page_t *h, uint32_t stamp)
@@ -483,15 +528,7 @@ static bool free_locked(page_t *h, uint32_t stamp)
 		R.large_bytes -= n << PAGE_SHIFT; R.large_blocks--;
 		h->flags |= PF_WASHEAD;
 	}
-	for (size_t i = idx; i < idx + n; i++) {
-		if (P(i)->flags & PF_PROT) {
-			/* the caller changed protections or gave lasting advice (MADV_DONTFORK, ...) inside
-			 * the block: a fresh mapping of ours makes it plain memory again */
-			os_map_over_rw(page_addr(idx), n << PAGE_SHIFT);
-			for (size_t k = idx; k < idx + n; k++) P(k)->flags &= (uint8_t)~PF_PROT;
-			break;
-		}
-	}
+	if (h->flags & PF_PROT) prot_undo_locked(idx, n);
 	h->flags |= PF_DIRTY;
 	run_insert_free(idx, n, stamp, true);
 	release_top_locked(false);
@@ -535,6 +572,12 @@ int region_resize(page_t *h, size_t newn, int flags)
 	range_lock();
 	if (newn < n) {
 		size_t tail = idx + newn;
+		if ((h->flags & PF_PROT) || h->kind == PK_MMAP) {
+			/* the tail must not join the free runs with the caller's protection on it (a
+			 * block's head says whether any page has it; a served mapping's pages each) */
+			for (size_t i = tail; i < idx + n; i++)
+				if (P(i)->flags & PF_PROT) { prot_undo_locked(tail, n - newn); break; }
+		}
 		h->npages = (uint32_t)newn;
 		if (h->kind == PK_LARGE) R.large_bytes -= (n - newn) << PAGE_SHIFT;
 		if (h->kind == PK_MMAP) R.mmap_bytes -= (n - newn) << PAGE_SHIFT;

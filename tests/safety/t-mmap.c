@@ -10,7 +10,8 @@
  *          file mappings outside the range, MAP_POPULATE, mmap64.
  *   remap: mremap keeps the protection (grown and moved), moves PROT_NONE mappings, touches no
  *          page when it moves, honours MREMAP_FIXED outside the range and MREMAP_DONTUNMAP;
- *          MADV_DONTFORK inside a heap block ends when the block is freed.
+ *          MADV_DONTFORK inside a heap block (on its first page or not) ends when the block is
+ *          freed; read-only pages a realloc shrinks a block below serve later blocks writable.
  * Faults are checked in a forked child, which must die by SIGSEGV. */
 #include <dlfcn.h>
 #include <errno.h>
@@ -661,6 +662,31 @@ static void remap(void)
 	char *al = (char *)(((uintptr_t)hb + PG - 1) & ~(uintptr_t)(PG - 1));
 	CHECK(madvise(al, 1 << 20, MADV_DONTFORK) == 0, "madvise(MADV_DONTFORK) inside a block failed: errno %d", errno);
 	free(hb);
+	/* the same on pages well inside a block only, away from its first page */
+	char *hb2 = malloc((size_t)4 << 20);
+	char *al2 = (char *)(((uintptr_t)hb2 + (2 << 20)) & ~(uintptr_t)(PG - 1));
+	CHECK(madvise(al2, 1 << 20, MADV_DONTFORK) == 0, "madvise(MADV_DONTFORK) inside a block failed: errno %d", errno);
+	free(hb2);
+	/* and a block shrunk by realloc below pages the caller made read-only: those pages serve
+	 * the blocks below writable again (the memsets would fault) */
+	char *hb3 = malloc((size_t)4 << 20);
+	char *al3 = (char *)(((uintptr_t)hb3 + (3 << 20)) & ~(uintptr_t)(PG - 1));
+	CHECK(mprotect(al3, 256 << 10, PROT_READ) == 0, "mprotect inside a block failed: errno %d", errno);
+	uintptr_t hb3a = (uintptr_t)hb3;
+	char *hb3s = realloc(hb3, 1 << 20);
+	CHECK(hb3s != NULL, "realloc shrink failed");
+	enum { K3 = 8 };
+	static char *reuse3[K3];
+	int covered = (uintptr_t)hb3s != hb3a;   /* moved: the whole block was freed, not shrunk */
+	for (int i = 0; i < K3; i++) {
+		reuse3[i] = malloc((size_t)5 << 19);   /* 2.5 MiB: fits the 3 MiB the shrink gave back */
+		CHECK(reuse3[i] != NULL, "malloc failed");
+		memset(reuse3[i], 9, (size_t)5 << 19);
+		covered |= al3 >= reuse3[i] && al3 < reuse3[i] + (5 << 19);
+	}
+	SOFT(covered, "no block reused the shrunk block's tail (the read-only pages were not tested)");
+	for (int i = 0; i < K3; i++)
+		free(reuse3[i]);
 	enum { K = 200 };
 	static char *blk[K];
 	for (int i = 0; i < K; i++) {
@@ -681,6 +707,7 @@ static void remap(void)
 	     WIFSIGNALED(st) ? "faults" : "reads wrong");
 	for (int i = 0; i < K; i++)
 		free(blk[i]);
+	free(hb3s);
 	if (soft_failures == 0)
 		printf("t-mmap remap: all as the kernel would\n");
 }
