@@ -325,6 +325,7 @@ static size_t take_pages_locked(size_t idx, size_t n, uint8_t kind, int flags, s
 	uint8_t zero = flags & RUN_ZERO ? PF_NEEDZERO : 0;
 	_Static_assert(PF_DIRTY << 1 == PF_NEEDZERO, "PF_NEEDZERO is PF_DIRTY shifted once");
 	size_t clean = 0;
+	/* a reservation's pages (rare) in a loop of their own, so that a block's loop tests nothing */
 	if (flags & RUN_RESERVE) {
 		size_t dirty_taken = 0;
 		for (size_t i = idx; i < idx + n; i++) {
@@ -572,9 +573,10 @@ int region_resize(page_t *h, size_t newn, int flags)
 	range_lock();
 	if (newn < n) {
 		size_t tail = idx + newn;
-		if ((h->flags & PF_PROT) || h->kind == PK_MMAP) {
-			/* the tail must not join the free runs with the caller's protection on it (a
-			 * block's head says whether any page has it; a served mapping's pages each) */
+		if (h->flags & PF_PROT) {
+			/* the tail must not join the free runs with the caller's protection on it (the
+			 * block's head says whether any of its pages has it; served mappings shrink
+			 * through munmap, never here) */
 			for (size_t i = tail; i < idx + n; i++)
 				if (P(i)->flags & PF_PROT) { prot_undo_locked(tail, n - newn); break; }
 		}
