@@ -202,13 +202,6 @@ static void *large_alloc(size_t n, size_t align, int zero)
 	return p;
 }
 
-/* The head of the live run holding p, or NULL. */
-static page_t *run_head(page_t *pg)
-{
-	if (pg->kind == PK_CONT) pg -= pg->head_off;
-	return pg;
-}
-
 /* ---- pointers outside the range ---- */
 static void free_outside(void *p, const char *func)
 {
@@ -281,7 +274,7 @@ static NOINLINE void free_slow(page_t *pg, void *p, const char *func)
 {
 	switch (pg->kind) {
 	case PK_CONT: {
-		page_t *h = run_head(pg);
+		page_t *h = page_run_head(pg);
 		if (h->kind == PK_SMALL) { heap_free_block(h, p, func); return; }
 		break;
 	}
@@ -303,7 +296,7 @@ void alloc_free(void *p) { alloc_free_inline(p); }
 /* Usable size of a live block, aborting (as func) when p is not one. */
 static size_t live_size(void *p, page_t **headp, const char *func)
 {
-	page_t *h = run_head(page_of(p));
+	page_t *h = page_run_head(page_of(p));
 	*headp = h;
 	if (h->kind == PK_SMALL) {
 		uint64_t bit = block_index(h, p);
@@ -363,7 +356,7 @@ size_t alloc_usable_size(const void *p)
 {
 	if (!p) return 0;
 	if (!range_has(p)) return fallback_find(p, false);
-	page_t *h = run_head(page_of(p));
+	page_t *h = page_run_head(page_of(p));
 	if (h->kind == PK_SMALL) {
 		/* a block start (aligned, carved) that is live: a freed block has no usable bytes */
 		uint64_t bit = block_index(h, p);

@@ -245,6 +245,8 @@ static inline bool range_has(const void *p) { return (uintptr_t)p - G.base < G.s
 static inline size_t page_index(const void *p) { return ((uintptr_t)p - G.base) >> PAGE_SHIFT; }
 static inline page_t *page_of(const void *p) { return &G.pages[page_index(p)]; }
 static inline uintptr_t page_addr(size_t idx) { return G.base + (idx << PAGE_SHIFT); }
+/* The head of the run whose page pg is (PK_CONT pages name theirs); pg itself for any other kind. */
+static inline page_t *page_run_head(page_t *pg) { return pg->kind == PK_CONT ? pg - pg->head_off : pg; }
 static inline size_t page_idx(const page_t *pg) { return (size_t)(pg - G.pages); }
 
 /* Index of the block at off bytes past a run's first block when off is a block start, else a

@@ -537,7 +537,7 @@ static uint16_t *asked_table(page_t *pg, bool create)
 /* pg is page_of(p): for a block of a multi-page class that can be a later page of its run. */
 void heap_set_asked(page_t *pg, const void *p, size_t n)
 {
-	if (pg->kind == PK_CONT) pg -= pg->head_off;
+	pg = page_run_head(pg);
 	uint16_t *t = asked_table(pg, false);
 	if (t) t[block_index(pg, p)] = (uint16_t)(pg->block_size - n);
 }

@@ -594,8 +594,7 @@ int mm_munmap(void *addr, size_t len)
 /* [a, a+len) lies inside one live heap block: the caller may change it as its own memory. */
 static bool inside_one_block(uintptr_t a, size_t len)
 {
-	page_t *h = page_of((void *)a);
-	if (h->kind == PK_CONT) h -= h->head_off;
+	page_t *h = page_run_head(page_of((void *)a));
 	uintptr_t start = page_addr(page_idx(h));
 	if (h->kind == PK_LARGE) return a >= start && a + len <= start + h->usable;
 	if (h->kind == PK_SMALL) {
@@ -621,7 +620,7 @@ static bool caller_maps_all(uintptr_t a, size_t len)
 			for (uintptr_t q = lo; q < pend; q += OS_PAGE)
 				if (!(pg->npages & (1u << ((q - pstart) / OS_PAGE)))) return false;
 		} else {
-			page_t *h = pg->kind == PK_CONT ? pg - pg->head_off : pg;
+			page_t *h = page_run_head(pg);
 			if (h->kind == PK_MMAP) {
 				uintptr_t start = page_addr(page_idx(h));
 				uintptr_t rend = start + ((uintptr_t)h->npages << PAGE_SHIFT);
@@ -657,9 +656,7 @@ static int check_own(const char *call, uintptr_t a, size_t len, bool mark_prot, 
 		for (size_t i = pa; i < pb; i++) G.pages[i].flags |= PF_PROT;
 		if (s.heap) {
 			/* inside one block: its head says so too, the one page free looks at (runs.c) */
-			page_t *h = &G.pages[pa];
-			if (h->kind == PK_CONT) h -= h->head_off;
-			h->flags |= PF_PROT;
+			page_run_head(&G.pages[pa])->flags |= PF_PROT;
 		}
 	}
 	return 0;

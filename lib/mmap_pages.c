@@ -27,7 +27,7 @@ static int classify_locked(size_t i, page_t **head, size_t *next)
 	if (pg->kind == PK_MMAP_FIXED) return PC_FIXED;
 	if (pg->kind == PK_FOREIGN) return PC_FOREIGN;
 	if (i >= range_frontier()) return PC_UNUSED;
-	page_t *h = pg->kind == PK_CONT ? pg - pg->head_off : pg;
+	page_t *h = page_run_head(pg);
 	bool taken = pg->kind == PK_CONT && cont_of_taken(i, h);
 	/* free pages are known only by walking the free runs (their middle pages keep stale
 	 * kinds): not for a page of a large block or served mapping, which a mapping call over one
