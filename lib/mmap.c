@@ -224,7 +224,7 @@ static void served_extend(page_t *h, uintptr_t lo, uintptr_t hi)
 	/* the gap between reads as unmapped, as it does to the kernel */
 	uintptr_t glo = gap ? start + (flo > ohi ? ohi : fhi) : 0, ghi = gap ? start + (flo > ohi ? flo : olo) : 0;
 	if (glo < ghi) {
-		os_mmap((void *)glo, ghi - glo, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+		os_map_over_none(glo, ghi - glo);
 		for (size_t i = pidx(glo); i < pidx(align_up(ghi, PAGE_SIZE)); i++) h[i - page_idx(h)].flags |= PF_PROT;
 	}
 }
@@ -480,12 +480,6 @@ static bool holes_any(const page_t *h, uintptr_t lo, uintptr_t hi)
 	return false;
 }
 
-/* [lo, hi) of a served mapping reads as unmapped from now on: no access, no memory. */
-static void unmap_none(uintptr_t lo, uintptr_t hi)
-{
-	os_mmap((void *)lo, hi - lo, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
-}
-
 /* Unmap [lo, hi) of served mapping h (clipped to what the caller still has mapped). A prefix or
  * a suffix gives its whole pages back at once; a hole in the middle is remembered per 4 KiB page,
  * and the run goes back whole once every page of it has been unmapped. */
@@ -510,7 +504,7 @@ static void unmap_served(page_t *h, uintptr_t lo, uintptr_t hi)
 		h->map_lo = hi - start;
 		size_t keep_from = pidx(align_down(hi, PAGE_SIZE));
 		uintptr_t kept = page_addr(keep_from) > lo ? page_addr(keep_from) : lo;
-		if (kept < hi) unmap_none(kept, hi);
+		if (kept < hi) os_map_over_none(kept, hi - kept);
 		if (keep_from > idx) region_mmap_release(h, idx, keep_from);
 		return;
 	}
@@ -518,11 +512,11 @@ static void unmap_served(page_t *h, uintptr_t lo, uintptr_t hi)
 		h->map_hi = lo - start;
 		size_t drop_from = pidx(align_up(lo, PAGE_SIZE));
 		uintptr_t kept = page_addr(drop_from) < hi ? page_addr(drop_from) : hi;
-		if (lo < kept) unmap_none(lo, kept);
+		if (lo < kept) os_map_over_none(lo, kept - lo);
 		if (drop_from < idx + h->npages) region_mmap_release(h, drop_from, idx + h->npages);
 		return;
 	}
-	unmap_none(lo, hi);
+	os_map_over_none(lo, hi - lo);
 	size_t bits = ((size_t)h->npages << PAGE_SHIFT) / OS_PAGE;
 	if (!h->holes) h->holes = meta_alloc((bits + 63) / 64 * 8);     /* zeroed, outside the range */
 	if (!h->holes) return;                  /* no memory for the bitmap: kept until exit */

@@ -220,6 +220,11 @@ int os_map_over_rw(uintptr_t addr, size_t len)
 	                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
 	return os_failed(p) ? -os_err(p) : 0;
 }
+int os_map_over_none(uintptr_t addr, size_t len)
+{
+	void *p = os_mmap((void *)addr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+	return os_failed(p) ? -os_err(p) : 0;
+}
 int os_commit(uintptr_t addr, size_t len) { return os_mprotect((void *)addr, len, PROT_READ | PROT_WRITE); }
 int os_decommit(uintptr_t addr, size_t len)
 {

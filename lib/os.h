@@ -42,6 +42,7 @@ long os_gettid(void);
 int os_reserve_fixed(uintptr_t addr, size_t len);   /* PROT_NONE at exactly addr, never replacing */
 int os_map_fixed_rw(uintptr_t addr, size_t len);    /* RW at exactly addr, never replacing (lazy growth) */
 int os_map_over_rw(uintptr_t addr, size_t len);    /* a fresh RW mapping over our own pages */
+int os_map_over_none(uintptr_t addr, size_t len);  /* a fresh PROT_NONE one: no access, no memory */
 int os_commit(uintptr_t addr, size_t len);          /* PROT_NONE -> RW over our own reservation */
 int os_decommit(uintptr_t addr, size_t len);        /* give the pages back; they stay ours and read as zero
                                                       (locked ones too: a fresh mapping over them) */

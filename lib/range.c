@@ -636,7 +636,7 @@ void range_restore(size_t a, size_t b)
 		os_map_over_rw(lo, len);
 		return;
 	}
-	os_mmap((void *)lo, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+	os_map_over_none(lo, len);
 	if (a < R.frontier) none_mark(a, b, true);
 }
 
