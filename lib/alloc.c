@@ -187,8 +187,15 @@ static void *large_alloc(size_t n, size_t align, int zero)
 	/* while leaks are checked every block starts zeroed: no stale pointer in what the caller
 	 * has not written yet keeps a lost block reachable (small blocks: leak_note_new) */
 	int flags = zero || G.slow_only ? RUN_ZERO : 0;
+	page_t *h;
+	/* a block this thread freed, of about that size (large_cache.c); its pages are not zero */
+	if (!flags && np <= LCACHE_PAGES && align <= PAGE_SIZE && (h = large_cache_take(n, np))) {
+		void *p = (void *)page_addr(page_idx(h));
+		__atomic_store_n(&h->asked, n, __ATOMIC_RELAXED);
+		return p;
+	}
 	bool tried = heap_limit_try();
-	page_t *h = region_alloc_aligned(np, align, PK_LARGE, flags);
+	h = region_alloc_aligned(np, align, PK_LARGE, flags);
 	if (heap_limit_again(tried, h != NULL)) h = region_alloc_aligned(np, align, PK_LARGE, flags);
 	if (!h) return fallback_or_enomem(n, align, zero, e);
 	/* The block's address in a register before its size is set: a leak check that stops this
@@ -280,7 +287,9 @@ static NOINLINE void free_slow(page_t *pg, void *p, const char *func)
 	}
 	case PK_LARGE:
 		if ((uintptr_t)p != page_addr(page_idx(pg))) break;
-		region_free(pg);
+		/* freed already, into a thread's cache */
+		if (__atomic_load_n(&pg->asked, __ATOMIC_RELAXED) == ASKED_CACHED) break;
+		if (!large_cache_put(pg, p, func)) region_free(pg);
 		return;
 	default:
 		if (not_heap(pg, p)) { free_outside(p, func); return; }
@@ -303,7 +312,7 @@ static size_t live_size(void *p, page_t **headp, const char *func)
 		if (bit >= h->capacity || !live_unfreed(h, bit)) fatal_pointer(func, p);
 		return h->block_size;
 	}
-	if (h->kind == PK_LARGE && (uintptr_t)p == page_addr(page_idx(h)))
+	if (h->kind == PK_LARGE && (uintptr_t)p == page_addr(page_idx(h)) && h->asked != ASKED_CACHED)
 		return h->usable;
 	if (not_heap(h, p)) return 0;
 	fatal_pointer(func, p);
@@ -367,7 +376,7 @@ size_t alloc_usable_size(const void *p)
 			leak_note_usable((void *)p, heap_asked(h, p), h->block_size);
 		return h->block_size;
 	}
-	if (h->kind == PK_LARGE && (uintptr_t)p == page_addr(page_idx(h))) {
+	if (h->kind == PK_LARGE && (uintptr_t)p == page_addr(page_idx(h)) && h->asked != ASKED_CACHED) {
 		if (unlikely(G.slow_only)) leak_note_usable((void *)p, h->asked, h->usable);
 		return h->usable;
 	}

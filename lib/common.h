@@ -59,6 +59,8 @@ enum page_kind {
                                        free's fast path (one test on free) */
 #define USED_MASK     0x3fffffffu
 
+#define ASKED_CACHED UINT64_MAX  /* a PK_LARGE head's asked: freed, in a thread's cache (large_cache.c) */
+
 #define PF_DIRTY    0x01    /* may hold non-zero data or resident pages: counted as committed */
 #define PF_NEEDZERO 0x02    /* handed out dirty to a caller that asked for zeroed memory */
 #define PF_RUNDIRTY 0x04    /* PK_FREE heads: a recycled run (freed since the range grew; its dirty
@@ -140,7 +142,8 @@ typedef struct page {
 			uint32_t head_off;      /* pages back to the head: PK_CONT, tails of free runs */
 			union {
 				uint32_t stamp; /* PK_FREE heads: coarse ms clock when the oldest dirty part was freed */
-				uint64_t asked; /* PK_LARGE: bytes the caller asked for */
+				uint64_t asked; /* PK_LARGE: bytes the caller asked for; ASKED_CACHED
+				                   once freed into a thread's cache (large_cache.c) */
 				uint64_t map_lo;/* PK_MMAP: offset of the caller's first mapped byte from the run */
 			};
 			union {

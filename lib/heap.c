@@ -312,6 +312,7 @@ static void drain_delayed(heap_t *h, uint64_t since)
 /* ---- heaps ---- */
 static void heap_destructor(void *arg);
 static uint64_t heap_decay(uint64_t now);
+static void caches_flush_hook(void);
 
 /* Whether h still owns runs (full ones off its lists too). Read under heaps_lock, of abandoned
  * heaps (which gain no runs, so a stale non-zero is the only possible error, a safe one) or of
@@ -408,6 +409,7 @@ void heap_init_key(void)
 {
 	CONTIG_ASSERT(heap_tables_ok());
 	region_set_decay(heap_decay);
+	region_set_cache_flush(caches_flush_hook);
 	heap_key_ok = pthread_key_create(&heap_key, heap_destructor) == 0;
 }
 
@@ -467,6 +469,7 @@ static void heap_destructor(void *arg)
 	heap_t *h = arg;
 	heap_dying = 1;
 	if (!h || heap_tls != h) return;
+	large_cache_flush(h);
 	bool keep = region_decay_ok();
 	tidy_heap(h, keep);
 	spares_flush(h);
@@ -491,6 +494,10 @@ static uint64_t heap_decay(uint64_t now)
 	uint64_t next = UINT64_MAX, wait = G.cfg.purge_ms / 2;
 	pthread_mutex_lock(&heaps_lock);
 	locks_held++;
+	for (heap_t *h = heaps_all; h; h = h->next_all) {
+		uint64_t c = large_cache_decay(h, now);
+		if (c < next) next = c;
+	}
 	for (heap_t *h = heaps_abandoned; h; h = h->next_abandoned) {
 		uint64_t k = h->kept_ms;
 		if (!k) continue;
@@ -755,6 +762,17 @@ static NOINLINE void sweep_idle(heap_t *h)
 	h->sweep_at = now + (h->sweep_ms > least ? h->sweep_ms : least);
 }
 
+/* This thread's heap, made (or adopted) when it has none yet: for a thread whose first calls are
+ * for large blocks, which its cache of them needs (large_cache.c). NULL while the thread exits,
+ * under a library lock, or when none can be made. */
+heap_t *heap_of_thread(void)
+{
+	heap_t *h = heap_tls;
+	if (likely(h != &heap_none)) return h;
+	if (heap_dying || locks_held) return NULL;
+	return heap_create();
+}
+
 void *heap_alloc_class(unsigned cls)
 {
 	heap_t *h = heap_tls;
@@ -958,9 +976,24 @@ static NOINLINE void drain_abandoned(heap_t *h, page_t *pg)
 	region_purger_kick();
 }
 
+/* Every thread cache's freed large blocks back to the runs (large_cache.c): whether there were any. */
+static bool caches_flush(void)
+{
+	bool any = false;
+	pthread_mutex_lock(&heaps_lock);
+	locks_held++;
+	for (heap_t *h = heaps_all; h; h = h->next_all) any |= large_cache_flush(h);
+	locks_held--;
+	pthread_mutex_unlock(&heaps_lock);
+	return any;
+}
+
+static void caches_flush_hook(void) { caches_flush(); }
+
 /* Take remote frees back into the calling thread's heap and every abandoned heap, and give back
  * their empty runs (the calling heap's first run of each class kept when keep_first: malloc
- * serves from it) and the calling heap's spares. Live threads keep theirs. */
+ * serves from it) and the calling heap's spares, and every thread cache's freed large blocks.
+ * Live threads keep their runs. */
 static void collect_all(bool keep_first)
 {
 	heap_t *me = heap_tls;
@@ -973,6 +1006,7 @@ static void collect_all(bool keep_first)
 	for (heap_t *h = heaps_abandoned; h; h = h->next_abandoned) tidy_abandoned(h, 0);
 	locks_held--;
 	pthread_mutex_unlock(&heaps_lock);
+	caches_flush();
 	region_purger_kick();
 }
 
@@ -984,7 +1018,9 @@ void heap_collect_all(void) { collect_all(true); }
  * abandoned heaps' empty runs count as committed; only their owner, or whoever holds an
  * abandoned heap's lock, may give them back. So a request from a thread that holds no library
  * lock is tried first without counting a refusal (limit_retry), and when the limit refused it,
- * those runs go back and it is tried once more; that one counts. */
+ * those runs go back and it is tried once more; that one counts. A request the range has no room
+ * for is tried once more too when the thread caches held freed large blocks: they go back to
+ * the runs first, where they may merge into what it needs. */
 bool heap_limit_try(void)
 {
 	if (locks_held) return false;
@@ -995,9 +1031,29 @@ bool heap_limit_try(void)
 bool heap_limit_again(bool tried, bool served)
 {
 	limit_retry = 0;
-	if (served || !tried || !limit_refused) return false;
-	collect_all(false);
-	return true;
+	if (served || !tried) return false;
+	if (limit_refused) {
+		collect_all(false);
+		return true;
+	}
+	/* a full range: the freed large blocks the thread caches hold may be what it needs, side by
+	 * side once they are free runs again */
+	return caches_flush();
+}
+
+void heap_count_cached(size_t *blocks, size_t *bytes, uint64_t *reused)
+{
+	size_t n = 0, b = 0;
+	uint64_t r = 0;
+	pthread_mutex_lock(&heaps_lock);
+	locks_held++;
+	for (heap_t *h = heaps_all; h; h = h->next_all) {
+		large_cache_count(h, &n, &b);
+		r += h->n_lc_reused;
+	}
+	locks_held--;
+	pthread_mutex_unlock(&heaps_lock);
+	*blocks = n; *bytes = b; *reused = r;
 }
 
 void heap_count_calls(uint64_t *f, uint64_t *r, uint64_t *rm, uint64_t *rf)

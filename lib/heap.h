@@ -23,6 +23,7 @@ typedef struct heap {
 	uint64_t n_realloc;             /* realloc calls on this thread */
 	uint64_t n_rmade, n_rfreed;     /* blocks those made (moved, or from NULL) and freed (moved, or
 	                                   to size 0): not malloc or free calls of the program's */
+	uint64_t n_lc_reused;           /* large blocks malloc took from this heap's cache */
 	page_t *pages[NCLASS];          /* first page of each class list; &page_empty when none */
 	uint32_t last[NCLASS];          /* last page of each class list (index + 1; 0 when none) */
 	page_t *spare[HEAP_SPARES];     /* empty one-page runs kept for the next class that needs one */
@@ -42,6 +43,17 @@ typedef struct heap {
 	                                   when (os_now_ms, never 0); 0 otherwise. Under heaps_lock */
 	bool forked;                    /* abandoned by fork (heap_fork_child): its thread, gone in
 	                                   the child, may have been between two stores of a collect */
+	/* freed large blocks kept for this thread's next malloc of their size (large_cache.c) */
+#define LCACHE_N 2
+#define LCACHE_PAGES 32                 /* blocks of up to 2 MiB */
+	_Atomic(page_t *) lcache[LCACHE_N];
+	_Atomic(uint64_t) lcache_ms[LCACHE_N];  /* when each was freed (os_now_ms), for the purger */
+	uint64_t lcache_seq[LCACHE_N];  /* which was freed first (lcache_puts then), for the owner */
+	uint64_t lcache_puts;
+	uint32_t lcache_req[LCACHE_N];  /* the last large mallocs' pages, and the most pages a block */
+	uint32_t lcache_most[LCACHE_N]; /* may have for each: a free is cached when one would take it */
+	uint32_t lcache_reqs;
+	_Atomic(int) lcache_due;        /* the purger's decay is asked to look at them */
 	pthread_mutex_t lock;           /* held by whoever acts for an abandoned heap */
 	struct heap *next_all;          /* every heap ever made (never freed) */
 	struct heap *next_abandoned;    /* the abandoned list */
@@ -62,6 +74,14 @@ HIDDEN void heap_init_key(void);
 HIDDEN bool heap_tables_ok(void);                           /* the fast paths' tables match the classes */
 HIDDEN void heap_set_asked(page_t *pg, const void *p, size_t n);
 HIDDEN size_t heap_asked(const page_t *pg, const void *p);
+/* thread caches of freed large blocks (large_cache.c) */
+HIDDEN bool large_cache_put(page_t *pg, const void *p, const char *func);
+HIDDEN page_t *large_cache_take(size_t n, size_t npages);
+HIDDEN heap_t *heap_of_thread(void);                        /* made when it has none yet */
+HIDDEN bool large_cache_flush(heap_t *h);                  /* all its blocks back to the runs */
+HIDDEN uint64_t large_cache_decay(heap_t *h, uint64_t now);  /* the purger's: pages given back */
+HIDDEN void large_cache_count(heap_t *h, size_t *blocks, size_t *bytes);
+HIDDEN void heap_count_cached(size_t *blocks, size_t *bytes, uint64_t *reused);  /* over every heap */
 extern HIDDEN __thread heap_t *heap_tls __attribute__((tls_model("initial-exec")));
 extern HIDDEN heap_t heap_none;
 extern HIDDEN page_t page_empty;

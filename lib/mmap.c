@@ -590,7 +590,8 @@ static bool inside_one_block(uintptr_t a, size_t len)
 {
 	page_t *h = page_run_head(page_of((void *)a));
 	uintptr_t start = page_addr(page_idx(h));
-	if (h->kind == PK_LARGE) return a >= start && a + len <= start + h->usable;
+	if (h->kind == PK_LARGE)
+		return a >= start && a + len <= start + h->usable && h->asked != ASKED_CACHED;
 	if (h->kind == PK_SMALL) {
 		uintptr_t off = a - start, b0 = off / h->block_size * h->block_size;
 		return off + len <= b0 + h->block_size && alloc_usable_size((void *)(start + b0)) != 0;

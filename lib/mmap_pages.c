@@ -43,16 +43,28 @@ static int classify_locked(size_t i, page_t **head, size_t *next)
 	*head = h;
 	if ((h == pg || taken) && (h->kind == PK_MMAP || h->kind == PK_LARGE)) *next = page_idx(h) + h->npages;
 	if (h->kind == PK_MMAP) return PC_MMAP;
+	if (h->kind == PK_LARGE && h->asked == ASKED_CACHED) return PC_CACHED;
 	if (h->kind == PK_SMALL || h->kind == PK_LARGE) return PC_HEAP;
 	return PC_FREE;
 }
 
+static void (*cache_flush_fn)(void);    /* the heaps' (region_set_cache_flush) */
+void region_set_cache_flush(void (*fn)(void)) { cache_flush_fn = fn; }
+
+/* A freed large block a thread's cache holds (large_cache.c) is free memory to a mapping call:
+ * the caches go back to the runs (rare: a call over memory the program freed), and the page is
+ * looked at again. Not under the range lock, which the purger's decay of a cache waits for while
+ * the block is out of its slot. */
 int region_classify_span(size_t i, page_t **head, size_t *next)
 {
-	range_lock();
-	int c = classify_locked(i, head, next);
-	range_unlock();
-	return c;
+	for (int tries = 0;; tries++) {
+		range_lock();
+		int c = classify_locked(i, head, next);
+		range_unlock();
+		if (c != PC_CACHED) return c;
+		if (tries == 3 || !cache_flush_fn) return PC_HEAP;
+		cache_flush_fn();
+	}
 }
 
 int region_classify(size_t i, page_t **head)

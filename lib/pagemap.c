@@ -91,7 +91,9 @@ static size_t dump_run(dump_t *d, size_t i, size_t f)
 	case PK_MMAP:
 		n = pg->npages ? pg->npages : 1;
 		if (i + n > f) n = f - i;
-		if (pg->kind == PK_LARGE)
+		if (pg->kind == PK_LARGE && pg->asked == ASKED_CACHED)
+			dump_free(d, i, n);     /* freed, kept by a thread's cache: its pages are dirty */
+		else if (pg->kind == PK_LARGE)
 			DLINE(d, run_head(b, i, n, "large"); field(b, "asked", pg->asked); field(b, "usable", pg->usable));
 		else {
 			/* pages of a PROT_NONE reservation nothing has made accessible: not committed */

@@ -56,6 +56,45 @@ static size_t purge_run(size_t idx)
 	return done;
 }
 
+/* A freed large block a thread's cache holds (large_cache.c) gives its dirty pages back where it
+ * is, as a free run would: the cache keeps it in its slot, so where the next block goes never
+ * depends on when this ran. The caller has the block to itself. */
+void region_purge_block(page_t *h)
+{
+	size_t idx = page_idx(h), n = h->npages, done = 0;
+	range_lock();
+	for (size_t i = idx; i < idx + n;) {
+		if (!(P(i)->flags & PF_DIRTY)) { i++; continue; }
+		size_t j = i;
+		while (j < idx + n && (P(j)->flags & PF_DIRTY)) P(j++)->flags &= (uint8_t)~PF_DIRTY;
+		os_decommit(page_addr(i), (j - i) << PAGE_SHIFT);
+		done += j - i;
+		i = j;
+	}
+	huge_unadvise_locked(idx, idx + n);
+	R.committed -= done;
+	R.purged += done;
+	range_unlock();
+}
+
+/* Such a block, purged, is handed out again: its pages count as committed once more. False, and
+ * nothing done, when that would pass CONTIG_LIMIT (the caller frees the block and asks the runs,
+ * which make room or refuse as for any block). */
+bool region_recommit_block(page_t *h)
+{
+	size_t idx = page_idx(h), n = h->npages, clean = 0;
+	range_lock();
+	for (size_t i = idx; i < idx + n; i++) clean += !(P(i)->flags & PF_DIRTY);
+	bool ok = !R.limit || R.committed + clean <= R.limit;
+	if (ok) {
+		for (size_t i = idx; i < idx + n; i++) P(i)->flags |= PF_DIRTY;
+		R.committed += clean;
+		if (R.committed > R.committed_peak) R.committed_peak = R.committed;
+	}
+	range_unlock();
+	return ok;
+}
+
 /* Purge the free runs freed at least purge_ms ago (all of them when all). */
 size_t purge_locked(bool all)
 {

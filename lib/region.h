@@ -41,6 +41,8 @@ HIDDEN void region_get_stats(region_stats_t *rs);
 
 /* ---- purging and the limit (purge.c) ---- */
 HIDDEN size_t region_purge(bool all);              /* bytes returned to the OS */
+HIDDEN void region_purge_block(page_t *head);      /* a cached freed large block's pages, in place */
+HIDDEN bool region_recommit_block(page_t *head);   /* and handed out again: false at CONTIG_LIMIT */
 /* The heaps' decay (heap.c): runs the heaps keep for a while (an exited thread's, for the next
  * thread) go back when fn says, called by the purger with no library lock held: fn(now) gives
  * back what is due and returns when it is next called (UINT64_MAX: not until asked again). */
@@ -56,7 +58,9 @@ HIDDEN bool region_huge_ok(void);                  /* THP may be asked for (not 
 HIDDEN void region_huge_advise(uintptr_t chunk);    /* MADV_HUGEPAGE on a chunk RUN_CHUNK made; no lock */
 
 /* ---- pages of served mappings (mmap_pages.c) ---- */
-enum { PC_FREE, PC_UNUSED, PC_HEAP, PC_MMAP, PC_FIXED, PC_FOREIGN };
+enum { PC_FREE, PC_UNUSED, PC_HEAP, PC_MMAP, PC_FIXED, PC_FOREIGN,
+       PC_CACHED };   /* inside only: region_classify* give the caches back and look again */
+HIDDEN void region_set_cache_flush(void (*fn)(void));    /* the heaps': every cache to the runs */
 HIDDEN int region_classify(size_t i, page_t **head);
 HIDDEN int region_classify_span(size_t i, page_t **head, size_t *next);   /* and the page past its run */
 HIDDEN void region_mmap_release(page_t *h, size_t a, size_t b);

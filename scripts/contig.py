@@ -720,6 +720,7 @@ KINDS = [
 ]
 KIND_NAMES = [k for k, _ in KINDS]
 PK_UNUSED, PK_FREE, PK_SMALL, PK_LARGE, PK_MMAP, PK_CONT, PK_FOREIGN, PK_MMAP_FIXED = range(8)
+ASKED_CACHED = (1 << 64) - 1      # a PK_LARGE head's asked once a thread's cache holds the block
 PF_DIRTY = 0x01
 PF_RESV = 0x80          # a page of a PROT_NONE reservation nothing has made accessible (not committed)
 DIRTY_BIT = bytes(b & PF_DIRTY for b in range(256))    # flags.translate(): 1 where dirty, else 0
@@ -862,7 +863,10 @@ def decode_pages(raw, beacon, class_pages, frontier, read):
                     a = e
             else:
                 x, y = u64(raw, at + o["off_asked"])[0], u64(raw, at + o["off_usable"])[0]
-                if kind == PK_LARGE:
+                if kind == PK_LARGE and x == ASKED_CACHED:
+                    # freed, kept by a thread's cache for its next malloc of that size
+                    runs.append((addr, n, "free-dirty", {}))
+                elif kind == PK_LARGE:
                     live += n << shift
                     runs.append((addr, n, "large", dict(asked=x, usable=y)))
                 else:

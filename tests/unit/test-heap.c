@@ -5,6 +5,8 @@
 #include "region.h"
 #include "range.h"
 #include "init.h"
+#include "os.h"
+#include "stats.h"
 #include "suites.h"
 #include <pthread.h>
 #include <signal.h>
@@ -589,6 +591,95 @@ START_TEST(large_blocks_and_realloc_in_place)
 }
 END_TEST
 
+/* A freed large block of up to LCACHE_PAGES pages stays in its thread's cache (large_cache.c):
+ * freed to every check meanwhile, counted freed, and given back by the next malloc of about its
+ * size, at the same address; a much smaller request does not take it; of LCACHE_N + 1 blocks
+ * freed, the one freed first goes back to the runs. */
+START_TEST(large_cache_reuse)
+{
+	contig_stats_t s0, s1;
+	stats_collect(&s0);
+	char *p = alloc_malloc(300000);
+	memset(p, 5, 300000);
+	page_t *h = page_of(p);
+	alloc_free(p);
+	ck_assert_uint_eq(h->kind, PK_LARGE);           /* still a block to the runs */
+	ck_assert(h->asked == ASKED_CACHED);
+	ck_assert_uint_eq(alloc_usable_size(p), 0);
+	stats_collect(&s1);
+	ck_assert_uint_eq(s1.live_blocks, s0.live_blocks);
+	ck_assert_uint_eq(s1.live_bytes, s0.live_bytes);
+	ck_assert_uint_eq(s1.calls_free - s0.calls_free, 1);
+	char *q = alloc_malloc(290000);                 /* 5 pages, as 300000 */
+	ck_assert_ptr_eq(p, q);
+	ck_assert_uint_eq(alloc_usable_size(q), (size_t)5 << PAGE_SHIFT);
+	ck_assert(h->asked == 290000);
+	stats_collect(&s1);
+	ck_assert_uint_eq(s1.live_blocks, s0.live_blocks + 1);
+	ck_assert_uint_eq(s1.calls_malloc - s0.calls_malloc, 2);
+	alloc_free(q);
+	char *r = alloc_malloc(140000);                 /* 3 pages: 5 spare more than a quarter */
+	ck_assert_ptr_ne(r, p);
+	alloc_free(r);
+	char *b[LCACHE_N + 1];
+	for (int i = 0; i <= LCACHE_N; i++) b[i] = alloc_malloc(200000 + (size_t)i * 70000);
+	for (int i = 0; i <= LCACHE_N; i++) alloc_free(b[i]);
+	ck_assert_uint_eq(page_of(b[0])->kind, PK_FREE);
+	for (int i = 1; i <= LCACHE_N; i++) ck_assert(page_of(b[i])->asked == ASKED_CACHED);
+	/* before a request fails for want of room, the caches go back: malloc_trim's way here */
+	heap_collect_all();
+	for (int i = 1; i <= LCACHE_N; i++) ck_assert_uint_eq(page_of(b[i])->kind, PK_FREE);
+}
+END_TEST
+
+/* The purger gives a cached block's pages back where the block is (its decay, called here as the
+ * purger would once purge_ms passed): the next malloc still gets that block, its pages committed
+ * again, reading as zero. */
+START_TEST(large_cache_purged_in_place)
+{
+	const size_t n = (size_t)1 << 20;
+	char *p = alloc_malloc(n);
+	memset(p, 7, n);
+	alloc_free(p);
+	region_stats_t a, b;
+	region_get_stats(&a);
+	ck_assert_uint_eq(large_cache_decay(heap_tls, os_now_ms() + 1000000), UINT64_MAX);
+	region_get_stats(&b);
+	ck_assert_uint_eq(a.committed - b.committed, n);
+	char *q = alloc_malloc(n);
+	ck_assert_ptr_eq(p, q);
+	region_get_stats(&a);
+	ck_assert_uint_eq(a.committed - b.committed, n);
+	for (size_t k = 0; k < n; k += 4096) ck_assert_int_eq(q[k], 0);
+	alloc_free(q);
+}
+END_TEST
+
+static void *cache_large_and_exit(void *arg)
+{
+	(void)arg;
+	void *p = alloc_malloc(500000);         /* the thread's first call: it gets a heap */
+	alloc_free(p);
+	ck_assert(page_of(p)->asked == ASKED_CACHED);
+	return p;
+}
+
+/* A thread that exits gives its cache back to the runs. */
+START_TEST(large_cache_thread_exit)
+{
+	pthread_t t;
+	void *p;
+	ck_assert_int_eq(pthread_create(&t, NULL, cache_large_and_exit, NULL), 0);
+	ck_assert_int_eq(pthread_join(t, &p), 0);
+	ck_assert_uint_eq(page_of(p)->kind, PK_FREE);
+}
+END_TEST
+
+START_TEST(double_free_cached_large) { void *p = alloc_malloc(200000); alloc_free(p); alloc_free(p); }
+END_TEST
+START_TEST(realloc_cached_large) { void *p = alloc_malloc(200000); alloc_free(p); alloc_realloc(p, 10); }
+END_TEST
+
 START_TEST(aligned)
 {
 	for (size_t a = 16; a <= ((size_t)4 << 20); a <<= 1) {
@@ -754,6 +845,9 @@ Suite *heap_suite(void)
 	tcase_add_test(t, call_counts_exact);
 	tcase_add_test(t, spare_keeps_its_carved_blocks);
 	tcase_add_test(t, large_blocks_and_realloc_in_place);
+	tcase_add_test(t, large_cache_reuse);
+	tcase_add_test(t, large_cache_purged_in_place);
+	tcase_add_test(t, large_cache_thread_exit);
 	tcase_add_test(t, aligned);
 	tcase_add_test(t, outside_pointer_ignored);
 	tcase_add_test(t, live_bits_per_block);
@@ -762,6 +856,8 @@ Suite *heap_suite(void)
 	TCase *m = tcase_create("misuse");
 	tcase_add_test_raise_signal(m, double_free_small, SIGABRT);
 	tcase_add_test_raise_signal(m, double_free_large, SIGABRT);
+	tcase_add_test_raise_signal(m, double_free_cached_large, SIGABRT);
+	tcase_add_test_raise_signal(m, realloc_cached_large, SIGABRT);
 	tcase_add_test_raise_signal(m, interior_free, SIGABRT);
 	tcase_add_loop_test_raise_signal(m, interior_free_granule, SIGABRT, 0, (int)(sizeof interior / sizeof interior[0]));
 	tcase_add_test_raise_signal(m, never_handed_out, SIGABRT);
