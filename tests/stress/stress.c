@@ -242,6 +242,76 @@ static long churn_threads(void (*between)(void))
 	return started;
 }
 
+/* ---- handoff: chains of threads, each replacing blocks its predecessor made, then handing the
+ * set to a thread it starts and exiting (larsongen's shape, with short generations). Each new
+ * thread's first calls are frees of blocks whose heap was abandoned and, often, adopted by
+ * another chain's new thread meanwhile: remote frees into runs their owner may empty and give
+ * back at once. (A freer preempted right after its freed bit went in read the run's metadata
+ * through a page that had become another kind of run: SIGSEGV, about 1 run of larsongen 1 4 in
+ * 40-120 with another copy running. This phase did not catch that in 64 s of two copies; it
+ * keeps the path busy, 2,000 generations in 8 s.) ---- */
+#define HSLOTS 5000
+#define HOPS 50000
+typedef struct { unsigned char *slot[HSLOTS]; long gens; } hchain_t;
+
+/* blocks here carry their address and size only: the remote frees, not the checks, are what this
+ * phase is for (a full pattern cut them to an eighth) */
+static void hmark(unsigned char *p, size_t n) { ((hdr_t *)p)->tag = (uintptr_t)p; ((hdr_t *)p)->size = n; p[n - 1] = 0x5a; }
+static void hcheck(unsigned char *p)
+{
+	hdr_t *h = (hdr_t *)p;
+	if (h->tag != (uintptr_t)p || h->size < sizeof *h || h->size > 1016 || p[h->size - 1] != 0x5a)
+		FAIL("block %p: header or last byte smashed", (void *)p);
+}
+static hchain_t *hchains;
+static _Atomic(int) hchains_left;
+
+static void *handoff_gen(void *arg)
+{
+	hchain_t *c = arg;
+	seed_rnd((uintptr_t)c ^ (uint64_t)c->gens * 7919);
+	for (int n = 0; n < HOPS; n++) {
+		unsigned i = (unsigned)(rnd() % HSLOTS);
+		if (c->slot[i]) { hcheck(c->slot[i]); free(c->slot[i]); }
+		size_t sz = 17 + rnd() % 1000;
+		unsigned char *p = malloc(sz);
+		if (!p) FAIL("malloc(%zu) failed", sz);
+		hmark(p, sz);
+		c->slot[i] = p;
+	}
+	c->gens++;
+	pthread_t t;
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	if (now() < t_end) {
+		if (pthread_create(&t, &a, handoff_gen, c)) FAIL("pthread_create");
+	} else {
+		for (unsigned i = 0; i < HSLOTS; i++)
+			if (c->slot[i]) { hcheck(c->slot[i]); free(c->slot[i]); c->slot[i] = NULL; }
+		atomic_fetch_sub(&hchains_left, 1);
+	}
+	pthread_attr_destroy(&a);
+	return NULL;
+}
+
+static long handoff(void)
+{
+	hchains = calloc((size_t)nthreads, sizeof *hchains);
+	if (!hchains) FAIL("calloc");
+	atomic_store(&hchains_left, nthreads);
+	for (int i = 0; i < nthreads; i++) {
+		pthread_t t;
+		if (pthread_create(&t, NULL, handoff_gen, &hchains[i])) FAIL("pthread_create");
+		pthread_detach(t);
+	}
+	while (atomic_load(&hchains_left) > 0) usleep(2000);
+	long gens = 0;
+	for (int i = 0; i < nthreads; i++) gens += hchains[i].gens;
+	free(hchains);
+	return gens;
+}
+
 static size_t live_blocks(void)
 {
 	contig_stats_t st;
@@ -426,7 +496,7 @@ int main(int argc, char **argv)
 	while ((opt = getopt(argc, argv, "t:j:")) != -1) {
 		if (opt == 't') seconds = atof(optarg);
 		else if (opt == 'j') nthreads = atoi(optarg);
-		else { fprintf(stderr, "usage: %s threads|fork|limit|grow [-t SECONDS] [-j THREADS]\n", argv[0]); return 2; }
+		else { fprintf(stderr, "usage: %s threads|handoff|fork|limit|grow [-t SECONDS] [-j THREADS]\n", argv[0]); return 2; }
 	}
 	owns = (int (*)(const void *))dlsym(RTLD_DEFAULT, "contig_owns");
 	get_stats = (int (*)(contig_stats_t *))dlsym(RTLD_DEFAULT, "contig_get_stats");
@@ -441,6 +511,9 @@ int main(int argc, char **argv)
 		long n = churn_threads(NULL);
 		drain();
 		printf("stress threads: %.1f s, %d at a time, %ld threads started\n", now() - t0, nthreads, n);
+	} else if (!strcmp(mode, "handoff")) {
+		long g = handoff();
+		printf("stress handoff: %.1f s, %d chains, %ld generations\n", now() - t0, nthreads, g);
 	} else if (!strcmp(mode, "fork")) {
 		long n = churn_threads(fork_storm);
 		drain();
@@ -517,7 +590,7 @@ int main(int argc, char **argv)
 					     (unsigned long)(st.base + st.mapped), (unsigned long)foreign[i].a);
 		}
 	} else {
-		fprintf(stderr, "usage: %s threads|fork|limit|grow [-t SECONDS] [-j THREADS]\n", argv[0]);
+		fprintf(stderr, "usage: %s threads|handoff|fork|limit|grow [-t SECONDS] [-j THREADS]\n", argv[0]);
 		return 2;
 	}
 	purge();

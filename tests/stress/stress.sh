@@ -21,7 +21,7 @@ prog=$TESTS_BUILDDIR/stress/stress
 for v in $(env | sed -n 's/^\(CONTIG_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
 ulimit -c 0 2>/dev/null || :
 
-# seconds per phase: threads 30%, fork 25%, limit 20%, grow 25% (at least 1 s each)
+# seconds per phase: threads 25%, handoff 15%, fork 20%, limit 15%, grow 25% (at least 1 s each)
 share() { s=$((secs * $1 / 100)); [ "$s" -ge 1 ] || s=1; echo "$s"; }
 jobs=8
 [ "$quick" = 1 ] && jobs=4
@@ -35,9 +35,10 @@ run() {
 	[ "$rc" -eq 0 ] || failures=$((failures + 1))
 }
 t0=$(date +%s)
-run "$prog" threads -t "$(share 30)" -j "$jobs"
-run "$prog" fork -t "$(share 25)" -j "$jobs"
-run CONTIG_LIMIT=128M "$prog" limit -t "$(share 20)" -j 4
+run "$prog" threads -t "$(share 25)" -j "$jobs"
+run "$prog" handoff -t "$(share 15)" -j 4
+run "$prog" fork -t "$(share 20)" -j "$jobs"
+run CONTIG_LIMIT=128M "$prog" limit -t "$(share 15)" -j 4
 run CONTIG_LIMIT=64M CONTIG_PURGE_MS=1000 "$prog" limit-peak
 run CONTIG_MODE=lazy "$prog" grow -t "$(share 25)" -j "$jobs"
 echo "stress: $(( $(date +%s) - t0 )) s in all, $failures phase(s) failed"
