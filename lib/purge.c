@@ -28,14 +28,11 @@ void purge_fork_child(void)
 	/* a decay still due stays due: the child's purger, once one starts, runs it */
 }
 
-/* Give back the dirty pages of recycled free run idx. The run stays where it is, in its bin and
- * its set: purging never merges or moves a run, so where the next block or mapping goes never
- * depends on when the purger ran (SPEC, Determinism: a program that sleeps between its frees and
- * its next mallocs got other addresses on another run). */
-static size_t purge_run(size_t idx)
+/* The dirty pages of [idx, idx + n) back to the OS, each stretch in one call; how many there were.
+ * A chunk with purged pages must not be refilled by khugepaged (huge.c): its advice goes too. */
+static size_t purge_pages_locked(size_t idx, size_t n)
 {
-	page_t *h = P(idx);
-	size_t n = h->npages, done = 0;
+	size_t done = 0;
 	for (size_t i = idx; i < idx + n;) {
 		if (!(P(i)->flags & PF_DIRTY)) { i++; continue; }
 		size_t j = i;
@@ -44,8 +41,18 @@ static size_t purge_run(size_t idx)
 		done += j - i;
 		i = j;
 	}
-	/* a chunk with purged pages must not be refilled by khugepaged (huge.c) */
 	huge_unadvise_locked(idx, idx + n);
+	return done;
+}
+
+/* Give back the dirty pages of recycled free run idx. The run stays where it is, in its bin and
+ * its set: purging never merges or moves a run, so where the next block or mapping goes never
+ * depends on when the purger ran (SPEC, Determinism: a program that sleeps between its frees and
+ * its next mallocs got other addresses on another run). */
+static size_t purge_run(size_t idx)
+{
+	page_t *h = P(idx);
+	size_t n = h->npages, done = purge_pages_locked(idx, n);
 	/* unmapped served pages in it (PROT_NONE islands) become plain free pages again: their
 	 * kernel mappings merge back into the range's (SPEC, Scale) */
 	range_open(idx, idx + n);
@@ -61,17 +68,8 @@ static size_t purge_run(size_t idx)
  * depends on when this ran. The caller has the block to itself. */
 void region_purge_block(page_t *h)
 {
-	size_t idx = page_idx(h), n = h->npages, done = 0;
 	range_lock();
-	for (size_t i = idx; i < idx + n;) {
-		if (!(P(i)->flags & PF_DIRTY)) { i++; continue; }
-		size_t j = i;
-		while (j < idx + n && (P(j)->flags & PF_DIRTY)) P(j++)->flags &= (uint8_t)~PF_DIRTY;
-		os_decommit(page_addr(i), (j - i) << PAGE_SHIFT);
-		done += j - i;
-		i = j;
-	}
-	huge_unadvise_locked(idx, idx + n);
+	size_t done = purge_pages_locked(page_idx(h), h->npages);
 	R.committed -= done;
 	R.purged += done;
 	range_unlock();

@@ -852,7 +852,9 @@ def decode_pages(raw, beacon, class_pages, frontier, read):
                                             "blocks": (n << shift) // bs if bs else 0}))
         elif kind in (PK_LARGE, PK_MMAP, PK_FREE):
             n = min(u32(raw, at + o["off_npages"])[0] or 1, frontier - i)
-            if kind == PK_FREE:
+            # a large block a thread's cache holds is freed memory: drawn as free pages are
+            cached = kind == PK_LARGE and u64(raw, at + o["off_asked"])[0] == ASKED_CACHED
+            if kind == PK_FREE or cached:
                 a = i
                 while a < i + n:
                     d = flags[a] & PF_DIRTY
@@ -863,10 +865,7 @@ def decode_pages(raw, beacon, class_pages, frontier, read):
                     a = e
             else:
                 x, y = u64(raw, at + o["off_asked"])[0], u64(raw, at + o["off_usable"])[0]
-                if kind == PK_LARGE and x == ASKED_CACHED:
-                    # freed, kept by a thread's cache for its next malloc of that size
-                    runs.append((addr, n, "free-dirty", {}))
-                elif kind == PK_LARGE:
+                if kind == PK_LARGE:
                     live += n << shift
                     runs.append((addr, n, "large", dict(asked=x, usable=y)))
                 else:
