@@ -485,10 +485,11 @@ static void heap_destructor(void *arg)
 	if (keep) region_decay_at(now + G.cfg.purge_ms / 2);
 }
 
-/* The purger's call (region_set_decay), with no library lock held: the abandoned heaps that
- * kept runs half a purge delay ago and were not adopted give their empty runs back, freed as of
- * the thread's exit, so that the purger returns them purge_ms after it, as it would have
- * without the wait. Returns when it is due next. */
+/* The purger's call (region_set_decay), with no library lock held: the pages of the large blocks
+ * the thread caches have held for purge_ms go back to the OS, in place (large_cache.c); the
+ * abandoned heaps that kept runs half a purge delay ago and were not adopted give their empty
+ * runs back, freed as of the thread's exit, so that the purger returns them purge_ms after it,
+ * as it would have without the wait. Returns when it is due next. */
 static uint64_t heap_decay(uint64_t now)
 {
 	uint64_t next = UINT64_MAX, wait = G.cfg.purge_ms / 2;
