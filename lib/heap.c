@@ -312,7 +312,7 @@ static void drain_delayed(heap_t *h, uint64_t since)
 /* ---- heaps ---- */
 static void heap_destructor(void *arg);
 static uint64_t heap_decay(uint64_t now);
-static void caches_flush_hook(void);
+static bool caches_flush(void);
 
 /* Whether h still owns runs (full ones off its lists too). Read under heaps_lock, of abandoned
  * heaps (which gain no runs, so a stale non-zero is the only possible error, a safe one) or of
@@ -409,7 +409,7 @@ void heap_init_key(void)
 {
 	CONTIG_ASSERT(heap_tables_ok());
 	region_set_decay(heap_decay);
-	region_set_cache_flush(caches_flush_hook);
+	region_set_cache_flush(caches_flush);
 	heap_key_ok = pthread_key_create(&heap_key, heap_destructor) == 0;
 }
 
@@ -996,8 +996,6 @@ static bool caches_flush(void)
 	return any;
 }
 
-static void caches_flush_hook(void) { caches_flush(); }
-
 /* Take remote frees back into the calling thread's heap and every abandoned heap, and give back
  * their empty runs (the calling heap's first run of each class kept when keep_first: malloc
  * serves from it) and the calling heap's spares, and every thread cache's freed large blocks.
@@ -1049,35 +1047,21 @@ bool heap_limit_again(bool tried, bool served)
 	return caches_flush();
 }
 
-void heap_count_cached(size_t *blocks, size_t *bytes, uint64_t *reused)
+void heap_count(heap_counts_t *c)
 {
-	size_t n = 0, b = 0;
-	uint64_t r = 0;
+	*c = (heap_counts_t){ 0 };
 	pthread_mutex_lock(&heaps_lock);
 	locks_held++;
 	for (heap_t *h = heaps_all; h; h = h->next_all) {
-		large_cache_count(h, &n, &b);
-		r += h->n_lc_reused;
+		c->frees += h->n_free;
+		c->reallocs += h->n_realloc;
+		c->rmade += h->n_rmade;
+		c->rfreed += h->n_rfreed;
+		c->cache_reused += h->n_lc_reused;
+		large_cache_count(h, &c->cached_blocks, &c->cached_bytes);
 	}
 	locks_held--;
 	pthread_mutex_unlock(&heaps_lock);
-	*blocks = n; *bytes = b; *reused = r;
-}
-
-void heap_count_calls(uint64_t *f, uint64_t *r, uint64_t *rm, uint64_t *rf)
-{
-	uint64_t b = 0, c = 0, m = 0, x = 0;
-	pthread_mutex_lock(&heaps_lock);
-	locks_held++;
-	for (heap_t *h = heaps_all; h; h = h->next_all) {
-		b += h->n_free;
-		c += h->n_realloc;
-		m += h->n_rmade;
-		x += h->n_rfreed;
-	}
-	locks_held--;
-	pthread_mutex_unlock(&heaps_lock);
-	*f = b; *r = c; *rm = m; *rf = x;
 }
 
 /* ---- fork: no lock may be held across it, and the child keeps only the forking thread ---- */

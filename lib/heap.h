@@ -68,8 +68,13 @@ HIDDEN void heap_fork_child(void);
 HIDDEN void heap_collect_all(void);
 HIDDEN bool heap_limit_try(void);                        /* before a request the limit may refuse */
 HIDDEN bool heap_limit_again(bool tried, bool served);  /* after it: true to try once more */
-HIDDEN void heap_count_calls(uint64_t *f, uint64_t *r, uint64_t *rm, uint64_t *rf);
-                                                   /* small-block frees, reallocs, blocks they made, freed */
+typedef struct heap_counts {
+	uint64_t frees, reallocs;       /* small-block frees, realloc calls */
+	uint64_t rmade, rfreed;         /* blocks reallocs made and freed */
+	uint64_t cache_reused;          /* large blocks malloc took from the thread caches */
+	size_t cached_blocks, cached_bytes;     /* freed large blocks the caches hold now */
+} heap_counts_t;
+HIDDEN void heap_count(heap_counts_t *c);                 /* over every heap, in one look */
 HIDDEN void heap_init_key(void);
 HIDDEN bool heap_tables_ok(void);                           /* the fast paths' tables match the classes */
 HIDDEN void heap_set_asked(page_t *pg, const void *p, size_t n);
@@ -81,7 +86,6 @@ HIDDEN heap_t *heap_of_thread(void);                        /* made when it has 
 HIDDEN bool large_cache_flush(heap_t *h);                  /* all its blocks back to the runs */
 HIDDEN uint64_t large_cache_decay(heap_t *h, uint64_t now);  /* the purger's: pages given back */
 HIDDEN void large_cache_count(heap_t *h, size_t *blocks, size_t *bytes);
-HIDDEN void heap_count_cached(size_t *blocks, size_t *bytes, uint64_t *reused);  /* over every heap */
 extern HIDDEN __thread heap_t *heap_tls __attribute__((tls_model("initial-exec")));
 extern HIDDEN heap_t heap_none;
 extern HIDDEN page_t page_empty;

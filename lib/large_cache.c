@@ -15,7 +15,7 @@
  * asked, which free, realloc, free_sized and malloc_usable_size take for what it is, a block no
  * longer live (alloc.c). The free that caches it claims it with a compare-and-swap of that field,
  * so two frees of it that race are caught as well as two that follow one another. The statistics
- * count it as freed (heap_count_cached).
+ * count it as freed (heap_count).
  *
  * The cache pays where sizes come again (a buffer freed and made again); where they do not, its
  * blocks wait unused and hold memory the runs would have given the next block, and the heap grows

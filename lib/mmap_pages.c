@@ -48,8 +48,8 @@ static int classify_locked(size_t i, page_t **head, size_t *next)
 	return PC_FREE;
 }
 
-static void (*cache_flush_fn)(void);    /* the heaps' (region_set_cache_flush) */
-void region_set_cache_flush(void (*fn)(void)) { cache_flush_fn = fn; }
+static bool (*cache_flush_fn)(void);    /* the heaps' (region_set_cache_flush) */
+void region_set_cache_flush(bool (*fn)(void)) { cache_flush_fn = fn; }
 
 /* A freed large block a thread's cache holds (large_cache.c) is free memory to a mapping call:
  * the caches go back to the runs (rare: a call over memory the program freed), and the page is
@@ -62,8 +62,8 @@ int region_classify_span(size_t i, page_t **head, size_t *next)
 		int c = classify_locked(i, head, next);
 		range_unlock();
 		if (c != PC_CACHED) return c;
-		if (tries == 3 || !cache_flush_fn) return PC_HEAP;
-		cache_flush_fn();
+		/* a block the caches did not hold (between its free's claim and its slot) stays one */
+		if (tries == 3 || !cache_flush_fn || !cache_flush_fn()) return PC_HEAP;
 	}
 }
 

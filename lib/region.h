@@ -60,7 +60,8 @@ HIDDEN void region_huge_advise(uintptr_t chunk);    /* MADV_HUGEPAGE on a chunk 
 /* ---- pages of served mappings (mmap_pages.c) ---- */
 enum { PC_FREE, PC_UNUSED, PC_HEAP, PC_MMAP, PC_FIXED, PC_FOREIGN,
        PC_CACHED };   /* inside only: region_classify* give the caches back and look again */
-HIDDEN void region_set_cache_flush(void (*fn)(void));    /* the heaps': every cache to the runs */
+HIDDEN void region_set_cache_flush(bool (*fn)(void));    /* the heaps': every cache to the runs,
+                                                             whether any held a block */
 HIDDEN int region_classify(size_t i, page_t **head);
 HIDDEN int region_classify_span(size_t i, page_t **head, size_t *next);   /* and the page past its run */
 HIDDEN void region_mmap_release(page_t *h, size_t a, size_t b);

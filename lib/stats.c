@@ -22,18 +22,17 @@ void stats_collect(contig_stats_t *st)
 	st->base = G.cfg.base;
 	st->range_size = G.size;
 	/* the heaps' frees before the runs' live counts: a block freed in between is then missed
-	 * by both, never counted twice (see calls_malloc below) */
-	uint64_t small_frees, rmade, rfreed;
-	heap_count_calls(&small_frees, &st->calls_realloc, &rmade, &rfreed);
-	/* freed large blocks the thread caches hold (large_cache.c) still count in the runs' figures:
-	 * read first, so that a block a cache takes in between is counted live, not taken off twice */
-	size_t cached_blocks, cached_bytes;
-	uint64_t reused;
-	heap_count_cached(&cached_blocks, &cached_bytes, &reused);
+	 * by both, never counted twice (see calls_malloc below). So too the freed large blocks the
+	 * thread caches hold (large_cache.c), which still count in the runs' figures: a block a
+	 * cache takes in between is then counted live, not taken off twice. */
+	heap_counts_t hc;
+	heap_count(&hc);
+	uint64_t small_frees = hc.frees, rmade = hc.rmade, rfreed = hc.rfreed;
+	st->calls_realloc = hc.reallocs;
 	region_get_stats(&rs);
-	rs.large_blocks = rs.large_blocks > cached_blocks ? rs.large_blocks - cached_blocks : 0;
-	rs.large_bytes = rs.large_bytes > cached_bytes ? rs.large_bytes - cached_bytes : 0;
-	rs.large_allocs += reused;
+	rs.large_blocks = rs.large_blocks > hc.cached_blocks ? rs.large_blocks - hc.cached_blocks : 0;
+	rs.large_bytes = rs.large_bytes > hc.cached_bytes ? rs.large_bytes - hc.cached_bytes : 0;
+	rs.large_allocs += hc.cache_reused;
 	st->mode = rs.range.mode;
 	st->reserved = rs.range.reserved;
 	st->auto_reserved_all = rs.range.reserved == G.size;
