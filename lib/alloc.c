@@ -175,7 +175,7 @@ static void *fallback_or_enomem(size_t n, size_t align, int zero, int e)
 /* ---- large blocks ---- */
 /* A block of its own pages; align is what the caller needs (runs are 64 KiB-aligned anyway).
  * Fallback blocks are mappings of their own, trimmed to the alignment asked for. */
-static void *large_alloc(size_t n, size_t align, int zero)
+static NOINLINE void *large_alloc(size_t n, size_t align, int zero)
 {
 	int e = errno;
 	if (n > ((size_t)1 << 62) || n + align < n) { errno = ENOMEM; return NULL; }
@@ -233,15 +233,22 @@ static void free_outside(void *p, const char *func)
 }
 
 /* ---- malloc ---- */
+/* While leaks are checked, every allocation entry returns through leak_scrubbed (leak_records.h):
+ * a stale copy of the block's address in the dead stack its calls used would keep it reachable. */
+static inline void *leak_done(void *p) { return unlikely(G.slow_only) ? leak_scrubbed(p) : p; }
+
 NOINLINE void *alloc_malloc_slow(size_t n)
 {
 	contig_ensure_init();
+	void *p;
 	if (n <= SMALL_MAX) {
 		int e = errno;
-		void *p = heap_alloc_small(n);
-		return p ? p : fallback_or_enomem(n, ALIGN_MIN, 0, e);
+		p = heap_alloc_small(n);
+		if (!p) p = fallback_or_enomem(n, ALIGN_MIN, 0, e);
+	} else {
+		p = large_alloc(n, ALIGN_MIN, 0);
 	}
-	return large_alloc(n, ALIGN_MIN, 0);
+	return leak_done(p);
 }
 
 void *alloc_malloc(size_t n) { return alloc_malloc_inline(n); }
@@ -264,7 +271,7 @@ void *alloc_calloc(size_t n, size_t m)
 		return p;
 	}
 	contig_ensure_init();
-	return large_alloc(total, ALIGN_MIN, 1);
+	return leak_done(large_alloc(total, ALIGN_MIN, 1));
 }
 
 /* ---- free ---- */
@@ -395,7 +402,10 @@ static void realloc_counted(bool made, bool freed)
 	h->n_rfreed += freed;
 }
 
-static NOINLINE void *realloc_general(void *p, size_t n)
+static NOINLINE void *realloc_body(void *p, size_t n);
+static NOINLINE void *realloc_general(void *p, size_t n) { return leak_done(realloc_body(p, n)); }
+
+static NOINLINE void *realloc_body(void *p, size_t n)
 {
 	if (!p) {
 		void *q = alloc_malloc(n);
@@ -498,7 +508,10 @@ void *alloc_reallocarray(void *p, size_t n, size_t m)
 }
 
 /* ---- alignment ---- */
-void *alloc_memalign(size_t align, size_t n)
+static NOINLINE void *memalign_body(size_t align, size_t n);
+void *alloc_memalign(size_t align, size_t n) { return leak_done(memalign_body(align, n)); }
+
+static NOINLINE void *memalign_body(size_t align, size_t n)
 {
 	if (align <= ALIGN_MIN) return alloc_malloc(n);
 	/* glibc: EINVAL only past 2^63 (no power of two is); 2^63 itself cannot be served */

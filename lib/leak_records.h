@@ -19,6 +19,10 @@ __attribute__((visibility("hidden"))) void leak_note_realloc(void *p, size_t was
  * is a stale pointer the scan follows, keeping a lost block reachable; the bytes past the asked
  * ones too, since realloc copies them when it moves the block. */
 __attribute__((visibility("hidden"))) void leak_note_new(void *p, size_t asked);
+/* p, once the dead stack below the caller that the allocation used is cleared (only while
+ * G.slow_only): what every allocation entry that may have recorded a block returns, so that no
+ * stale copy of the block's address stays where the program's later frames do not write. */
+__attribute__((visibility("hidden"))) void *leak_scrubbed(void *p);
 
 /* A record's stack id with this bit set: the program asked malloc_usable_size for the block, so it
  * may keep data, pointers too, in all of it; the scan then reads the usable bytes, while the report

@@ -76,6 +76,27 @@ static _Atomic(uint64_t) *fcache;               /* FC_SLOTS words, meta memory *
 static void *map_once(_Atomic(uintptr_t) *where, size_t len);
 static _Atomic(uintptr_t) fcache_map;
 static __thread uintptr_t stack_hi __attribute__((tls_model("initial-exec")));  /* highest CFA seen here */
+/* The lowest stack address a capture of this thread reached since stack_capture_low last took it
+ * (0: none): how deep the allocation that made the capture went (leak_scrubbed). mark_low notes
+ * the stack pointer of the function it is inlined into. */
+static __thread uintptr_t stack_low __attribute__((tls_model("initial-exec")));
+static ALWAYS_INLINE void mark_low(void)
+{
+	uintptr_t a;
+#if defined(__x86_64__)
+	__asm__ volatile("mov %%rsp, %0" : "=r"(a));
+#else
+	a = (uintptr_t)__builtin_frame_address(0);
+#endif
+	if (!stack_low || a < stack_low) stack_low = a;
+}
+
+uintptr_t stack_capture_low(void)
+{
+	uintptr_t a = stack_low;
+	stack_low = 0;
+	return a;
+}
 /* Debug builds check every fast walk against the DWARF one (so the cache cannot rot). */
 static const bool stack_verify = CONTIG_DEBUG;
 
@@ -122,6 +143,7 @@ static void fc_learn(uintptr_t pc, uintptr_t off, unsigned rule, bool terminal)
  * frame is not known well enough. */
 static bool fast_walk(walk_t *w, uintptr_t sp, uintptr_t rbp)
 {
+	mark_low();
 	uintptr_t hi = stack_hi;
 	bool rbp_known = rbp != 0;
 	if (!fcache || !hi || sp >= hi) return false;
@@ -161,6 +183,7 @@ static bool fast_walk(walk_t *w, uintptr_t sp, uintptr_t rbp)
 static _Unwind_Reason_Code walk_frame(struct _Unwind_Context *ctx, void *arg)
 {
 	walk_t *w = arg;
+	mark_low();
 	uintptr_t pc = (uintptr_t)_Unwind_GetIP(ctx);
 	uintptr_t sp = (uintptr_t)_Unwind_GetCFA(ctx);
 	if (!pc) return _URC_END_OF_STACK;      /* after an undefined return address (_start, clone) */
@@ -385,6 +408,7 @@ CAPTURE_FP uint32_t stack_capture(void)
 	fcache = map_once(&fcache_map, FC_SLOTS * sizeof *fcache);    /* the same pointer for all */
 	uintptr_t pcs[STACK_DEPTH_MAX];
 	walk_t w = { .pcs = pcs, .max = depth, .skipping = 1 };
+	mark_low();
 	if (!fast_walk(&w, (uintptr_t)__builtin_dwarf_cfa(), CALLER_RBP())) {
 		memset(&w, 0, sizeof w);
 		w.pcs = pcs;

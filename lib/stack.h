@@ -35,6 +35,9 @@ __attribute__((visibility("hidden"))) void stack_finish(void);
  * table and return its id; 0 means no stack could be recorded. Never allocates with malloc;
  * safe to call from the allocation slow path (recursion into malloc is guarded). */
 __attribute__((visibility("hidden"))) uint32_t stack_capture(void);
+/* The lowest stack address the captures of this thread reached since the last call (0: none
+ * since), and forget it: leak_scrubbed clears the dead stack down to there. */
+__attribute__((visibility("hidden"))) uintptr_t stack_capture_low(void);
 
 /* The frames (return addresses, innermost first) of stack id; returns the depth, 0 for id 0. */
 __attribute__((visibility("hidden"))) unsigned stack_frames(uint32_t id, const uintptr_t **pcs);

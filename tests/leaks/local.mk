@@ -7,7 +7,7 @@
 # Included from tests/Makefile.am; paths are relative to tests/.
 leaks_corpus = \
 	leaks/churn.c leaks/classes.c leaks/cycle.c leaks/deadthread.c leaks/deep.c leaks/direct-o2.c leaks/direct.c leaks/endedthread.c \
-	leaks/global.c leaks/heapheld.c leaks/inlined.c leaks/interior.c leaks/large.c leaks/list.c leaks/mainexit.c leaks/many.c \
+	leaks/global.c leaks/heapheld.c leaks/inlined.c leaks/inmain.c leaks/inmain-large.c leaks/interior.c leaks/large.c leaks/list.c leaks/mainexit.c leaks/many.c \
 	leaks/mmapheld.c leaks/nodebug.c leaks/realloc.c leaks/sharedfile.c leaks/sigbusy.c leaks/sigflicker.c leaks/sigidle.c leaks/stale.c leaks/stripped.c leaks/threadstack.c leaks/tls.c leaks/usable.c leaks/xor.c \
 	leaks/cxxclean.cc leaks/exceptions.cc leaks/holder.cc leaks/longname.cc leaks/newarr.cc
 TESTS += leaks/corpus.sh leaks/realprog.sh leaks/stderr.sh
