@@ -62,6 +62,25 @@ static void note(void *p, bool in_place, size_t was, size_t asked)
 }
 
 void leak_note_alloc(void *p, size_t asked) { note(p, false, 0, asked); }
+void leak_note_realloc(void *p, size_t was, size_t asked) { note(p, true, was, asked); }
+
+void leak_note_new(void *p, size_t asked)
+{
+	/* the whole block: realloc copies its usable bytes when it moves it */
+	const page_t *h = leak_head_of(page_of(p));
+	memset(p, 0, h->kind == PK_SMALL && h->block_size > asked ? h->block_size : asked);
+	leak_note_alloc(p, asked);
+}
+
+void leak_note_usable(void *p, size_t asked, size_t usable)
+{
+	leak_dir_t *d = leak_dir();
+	if (!d || !range_has(p)) return;
+	uint32_t *rec = record_of(d, leak_head_of(page_of(p)), p, false);
+	if (!rec || (*rec & LEAK_USABLE)) return;   /* asked before: what is there now is the program's */
+	if (usable > asked) memset((char *)p + asked, 0, usable - asked);
+	*rec |= LEAK_USABLE;
+}
 
 /* Clear the stack the allocation that is returning used, from just below this function's stack
  * pointer down to the deepest point its capture reached. A stale copy of a block's address in
@@ -92,23 +111,4 @@ NOINLINE void *leak_scrubbed(void *p)
 		for (volatile uintptr_t *w = (volatile uintptr_t *)low; (uintptr_t)w < top; w++) *w = 0;
 #endif
 	return p;
-}
-void leak_note_realloc(void *p, size_t was, size_t asked) { note(p, true, was, asked); }
-
-void leak_note_new(void *p, size_t asked)
-{
-	/* the whole block: realloc copies its usable bytes when it moves it */
-	const page_t *h = leak_head_of(page_of(p));
-	memset(p, 0, h->kind == PK_SMALL && h->block_size > asked ? h->block_size : asked);
-	leak_note_alloc(p, asked);
-}
-
-void leak_note_usable(void *p, size_t asked, size_t usable)
-{
-	leak_dir_t *d = leak_dir();
-	if (!d || !range_has(p)) return;
-	uint32_t *rec = record_of(d, leak_head_of(page_of(p)), p, false);
-	if (!rec || (*rec & LEAK_USABLE)) return;   /* asked before: what is there now is the program's */
-	if (usable > asked) memset((char *)p + asked, 0, usable - asked);
-	*rec |= LEAK_USABLE;
 }
