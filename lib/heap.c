@@ -905,9 +905,9 @@ static inline void free_remote_bit(page_t *pg, void *b, uint64_t bit, const char
 	 * owner may take it, give the run back, and the page may become another kind of run whose
 	 * fields overlay hot (a freer preempted right after its bit went in then read pending
 	 * through a run length: SIGSEGV, in 4 of 200 runs of larsongen 1 4 and 0.5 4 side by side;
-	 * none in 160 since). The line itself
-	 * is never unmapped: read late, it is at worst another run's, whose pending bit only makes
-	 * this free tell its owner for nothing (free_remote_tell pins the run before it acts). */
+	 * none in 160 since). The line itself is never unmapped: read late, it is at worst another
+	 * run's, whose pending bit only makes this free tell its owner for nothing (free_remote_tell
+	 * pins the run before it acts). */
 	remote_t *r = page_remote(pg);
 	/* Mark the run PAGE_REMOTE for its owner's free (heap_free_checked), once: the mark stays
 	 * until the run is given back, so it is set before this free's bit goes in. */

@@ -5,10 +5,10 @@
  * free and make blocks of a few hundred KiB took that lock in turn on every call: with a 1 MiB
  * buffer freed and made again in a loop by each of two threads, 36% of the time was in
  * pthread_mutex_lock, and each thread's loop took three to four times as long as one thread's
- * alone. So a thread's free of a block of
- * up to LCACHE_PAGES pages puts it in one of its heap's LCACHE_N slots instead, and its next
- * malloc of a size the block fits, with at most a quarter of the size to spare, takes it back: no lock,
- * no look at the free runs, no page descriptor written.
+ * alone. So a thread's free of a block of up to LCACHE_PAGES pages puts it in one of its heap's
+ * LCACHE_N slots instead, and its next malloc of a size the block fits, with at most a quarter of
+ * the size to spare, takes it back: no lock, no look at the free runs, no page descriptor
+ * written.
  *
  * A cached block is freed memory as far as the program is concerned: its head says PK_LARGE still
  * (the runs see a block there, and keep their hands off its pages), with ASKED_CACHED as its size

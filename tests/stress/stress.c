@@ -488,6 +488,8 @@ static void between_grow(void)
 	usleep(20000);
 }
 
+static const char usage[] = "usage: %s threads|handoff|fork|limit|grow [-t SECONDS] [-j THREADS]\n";
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -496,7 +498,7 @@ int main(int argc, char **argv)
 	while ((opt = getopt(argc, argv, "t:j:")) != -1) {
 		if (opt == 't') seconds = atof(optarg);
 		else if (opt == 'j') nthreads = atoi(optarg);
-		else { fprintf(stderr, "usage: %s threads|handoff|fork|limit|grow [-t SECONDS] [-j THREADS]\n", argv[0]); return 2; }
+		else { fprintf(stderr, usage, argv[0]); return 2; }
 	}
 	owns = (int (*)(const void *))dlsym(RTLD_DEFAULT, "contig_owns");
 	get_stats = (int (*)(contig_stats_t *))dlsym(RTLD_DEFAULT, "contig_get_stats");
@@ -590,7 +592,7 @@ int main(int argc, char **argv)
 					     (unsigned long)(st.base + st.mapped), (unsigned long)foreign[i].a);
 		}
 	} else {
-		fprintf(stderr, "usage: %s threads|handoff|fork|limit|grow [-t SECONDS] [-j THREADS]\n", argv[0]);
+		fprintf(stderr, usage, argv[0]);
 		return 2;
 	}
 	purge();
