@@ -541,7 +541,7 @@ void region_free_since(page_t *h, uint64_t since_ms)
 {
 	/* A large block's caller holds nothing but h now: asked 0 first, before anything else (the
 	 * clock read too), so that a leak check that stops it here takes the block for one going
-	 * away, not for a leak. */
+	 * away, not for a leak (free_slow has set it already, while it still held the pointer). */
 	if (h->kind == PK_LARGE) __atomic_store_n(&h->asked, 0, __ATOMIC_RELAXED);
 	range_lock();
 	bool start = free_locked(h, since_ms ? (uint32_t)since_ms : now_stamp());
