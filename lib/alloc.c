@@ -300,8 +300,8 @@ static NOINLINE void free_slow(page_t *pg, void *p, const char *func)
 		/* Past here a leak check that stops this thread finds it holding only pg: asked 0, the
 		 * mark of a block going away (region_free_since), goes in while p is still held. Set
 		 * there alone, it came a few instructions after p was dropped: a thread stopped in
-		 * between made the block a false leak, 4 runs in 2,000 of safety/leaks.sh's largeswap
-		 * under load. */
+		 * between made the block a false leak (safety/leaks.sh's largeswap, 3 runs in 3,200
+		 * under load). */
 		__atomic_store_n(&pg->asked, 0, __ATOMIC_RELAXED);
 		__asm__ volatile("" : : "r"(p) : "memory");
 		region_free(pg);
