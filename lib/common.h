@@ -77,7 +77,8 @@ enum page_kind {
                                has made accessible yet: address space, not committed (mmap_pages.c) */
 
 typedef struct block {
-	struct block *next;
+	uint64_t next;          /* index in its run of the next block on the same free list; FREE_END
+	                           after the last */
 	uintptr_t tag;          /* FREE_TAG while it waits on its owner's free list (carved,
 	                           freed by the owner, or collected); remote_tag(block) while another
 	                           thread's free of it waits for the owner to collect it
@@ -99,6 +100,9 @@ typedef struct block {
  * with one instruction (a 32-bit immediate the store sign-extends): an address of the kernel's
  * half, odd, and no small number, so a program's data matches it only by a rare accident. */
 #define FREE_TAG ((uintptr_t)(int64_t)(int32_t)0x9e3779b1u)
+/* The end of a free list: an index no capacity reaches, so the one test malloc makes of the index
+ * it pops (below capacity) turns away the end of the list and any corrupted link at once. */
+#define FREE_END (~(uint64_t)0)
 struct heap;
 
 /* What the owner writes in a small run on every malloc and free, besides the live bit: out of the
@@ -107,15 +111,15 @@ struct heap;
  * the descriptor: the malloc fast path finds the run's page_hot_t in its heap's table and never
  * reads the descriptor (one dependent load less before the block). */
 typedef struct page_hot {
-	block_t *free;                  /* blocks ready for malloc; the owner's frees go here too */
+	uint64_t free;                  /* index of the first block ready for malloc (the owner's frees
+	                                   go here too); FREE_END when there is none */
 	uintptr_t start;                /* = the descriptor's start */
-	uint64_t inv;                   /* = the descriptor's inv */
+	uint64_t block_size;            /* = the descriptor's block_size */
 	uint32_t used;                  /* live blocks, counting remote frees not yet collected;
 	                                   | USED_UNLISTED while the page is off its class list,
 	                                   | USED_HEAD while it is first in it */
 	uint16_t capacity;              /* = the descriptor's capacity */
-	uint8_t rot;                    /* = the descriptor's rot */
-	uint8_t pad;
+	uint16_t pad;
 } page_hot_t;
 
 typedef struct page {
@@ -269,10 +273,10 @@ static inline uint64_t block_index(const page_t *pg, const void *p)
 {
 	return index_of((uintptr_t)p - pg->start, pg->inv, pg->rot);
 }
-/* The same from the run's page_hot_t copies (the malloc side). */
-static inline uint64_t hot_block_index(const page_hot_t *hot, const void *p)
+/* The block whose index in hot's run is i. */
+static inline block_t *hot_block(const page_hot_t *hot, uint64_t i)
 {
-	return index_of((uintptr_t)p - hot->start, hot->inv, hot->rot);
+	return (block_t *)(hot->start + i * hot->block_size);
 }
 
 #endif

@@ -8,8 +8,8 @@
 #include <errno.h>
 
 /* What an empty class list points to: its free list (in a page_hot_t of its own, before a live
- * bitmap nobody reads) is always NULL. */
-static page_hot_t empty_hot;
+ * bitmap nobody reads) is always empty, and its capacity 0, below which no index is. */
+static page_hot_t empty_hot = { .free = FREE_END };
 page_t page_empty = { .hot = &empty_hot };
 /* A thread's heap before it has one: every fast path through it fails, and the slow path makes
  * (or adopts) the real heap. It owns no page, so frees through it are remote frees. */
@@ -122,7 +122,7 @@ static void collect_remote(page_t *pg)
 	_Atomic(uint64_t) *freed = page_freed(pg);
 	uintptr_t start = pg->start;
 	size_t bs = pg->block_size;
-	block_t *head = page_hot(pg)->free;
+	uint64_t head = page_hot(pg)->free;
 	uint32_t n = 0;
 	while (words) {
 		unsigned k = (unsigned)__builtin_ctzll(words);
@@ -146,9 +146,9 @@ static void collect_remote(page_t *pg)
 		/* a free into this word since the load (it set pending again, or will: it found
 		 * the word's pending bit clear): take it in this round */
 		if (atomic_fetch_and_explicit(&freed[k], ~all, memory_order_acq_rel) & ~all) words |= 1ull << k;
-		uintptr_t base = start + (size_t)k * 64 * bs;
 		while (m) {                /* (counted here: without -mpopcnt a popcount is a call) */
-			block_t *b = (block_t *)(base + (size_t)__builtin_ctzll(m) * bs);
+			uint64_t i = (uint64_t)k * 64 + (uint64_t)__builtin_ctzll(m);
+			block_t *b = (block_t *)(start + i * bs);
 			m &= m - 1;
 			/* the freer's tag still there: nothing wrote the block since it was freed
 			 * (a use-after-free write, or the owner's free of it, a malloc and a write)
@@ -156,7 +156,7 @@ static void collect_remote(page_t *pg)
 			if (unlikely(b->tag != remote_tag(b))) fatal_corrupt("malloc", b);
 			b->next = head;
 			b->tag = FREE_TAG;
-			head = b;
+			head = i;
 			n++;
 		}
 	}
@@ -175,9 +175,10 @@ static void collect_remote(page_t *pg)
 static void extend(page_t *pg)
 {
 	uint32_t total = class_blocks[pg->cls];
-	/* a coloured run holds one block less when its colour is more than the room left over */
-	if (pg->start + (uintptr_t)total * pg->block_size > page_addr(page_idx(pg)) + run_bytes(pg))
-		total--;
+	/* a run that starts past its page (a colour, PF_WASHEAD) holds fewer when that is more than
+	 * the room left over */
+	uintptr_t room = page_addr(page_idx(pg)) + run_bytes(pg) - pg->start;
+	if ((uintptr_t)total * pg->block_size > room) total = (uint32_t)(room / pg->block_size);
 	if (pg->capacity >= total) return;
 	uint32_t k = OS_PAGE / pg->block_size;
 	if (k < EXTEND_MIN) {
@@ -186,13 +187,13 @@ static void extend(page_t *pg)
 		if (k == 0) k = 1;
 	}
 	if (k > total - pg->capacity) k = total - pg->capacity;
-	uintptr_t start = page_start(pg) + (uintptr_t)pg->capacity * pg->block_size;
-	block_t *head = page_hot(pg)->free;
-	for (uint32_t i = k; i-- > 0;) {
-		block_t *b = (block_t *)(start + (uintptr_t)i * pg->block_size);
+	uintptr_t start = page_start(pg);
+	uint64_t head = page_hot(pg)->free;
+	for (uint64_t i = pg->capacity + k; i-- > pg->capacity;) {
+		block_t *b = (block_t *)(start + i * pg->block_size);
 		b->next = head;
 		b->tag = FREE_TAG;
-		head = b;
+		head = i;
 	}
 	page_hot(pg)->free = head;
 	pg->capacity = (uint16_t)(pg->capacity + k);
@@ -203,7 +204,7 @@ static void extend(page_t *pg)
 static void refill(page_t *pg)
 {
 	collect_remote(pg);
-	if (!page_hot(pg)->free) extend(pg);
+	if (page_hot(pg)->free == FREE_END) extend(pg);
 }
 
 /* An empty run leaves the heap: one-page runs are kept as spares (a page that empties and is
@@ -572,11 +573,19 @@ static page_t *spare_take(heap_t *h, unsigned cls)
 /* Where in pg's page the first block of a run of cls starts (classes.h): 0, or for a coloured
  * class one of the size / 64 multiples of 64 bytes below the block size, picked by a hash of the
  * page's index (deterministic, as every address is: SPEC's Determinism) so that runs next to
- * each other, and runs at the same place in different 2 MiB chunks, differ. A run whose block 0
- * may be a large block's stale pointer (PF_WASHEAD) keeps 0: its block 0 is never carved. */
+ * each other, and runs at the same place in different 2 MiB chunks, differ. A run on a page whose
+ * start may be a large block's stale pointer (PF_WASHEAD) starts past it, by the largest power of
+ * two that divides the block size (64 at least), which keeps every block as aligned as the class
+ * promises: no block of the run has that address, so a second free of the large block finds no
+ * block there (its offset from the run's start wraps round), whoever's free it is, and no
+ * free-list link, not even a use-after-free write of 0, leads there. */
 static uintptr_t run_colour(const page_t *pg, unsigned cls)
 {
-	if (!class_coloured(cls) || (pg->flags & PF_WASHEAD)) return 0;
+	if (pg->flags & PF_WASHEAD) {
+		uint32_t low = class_size[cls] & -class_size[cls];
+		return low > 64 ? low : 64;
+	}
+	if (!class_coloured(cls)) return 0;
 	uint32_t h = (uint32_t)page_idx(pg) * 0x9e3779b1u;
 	return (uintptr_t)((h >> 16) % (class_size[cls] / 64)) * 64;
 }
@@ -590,19 +599,15 @@ static void page_init(heap_t *h, page_t *pg, unsigned cls)
 	pg->block_size = bs;
 	pg->cls = (uint8_t)cls;
 	pg->start = page_addr(page_idx(pg)) + run_colour(pg, cls);
-	pg->capacity = pg->flags & PF_WASHEAD ? 1 : 0;   /* block 0 never carved (PF_WASHEAD) */
-	if (pg->flags & PF_WASHEAD)     /* tagged free: another thread's second free of the large
-	                                   block that was here is caught at the call */
-		((block_t *)pg->start)->tag = FREE_TAG;
+	pg->capacity = 0;
 	hot->used = 0;
-	hot->free = NULL;
+	hot->free = FREE_END;
 	pg->rot = (uint8_t)__builtin_ctz(bs);
 	uint64_t odd = bs >> pg->rot, inv = odd;      /* Newton: each step doubles the correct bits */
 	for (int i = 0; i < 5; i++) inv *= 2 - odd * inv;
 	pg->inv = inv;
 	hot->start = pg->start;
-	hot->inv = inv;
-	hot->rot = pg->rot;
+	hot->block_size = bs;
 	hot->capacity = pg->capacity;
 	page_remote(pg)->page = pg;
 }
@@ -792,10 +797,10 @@ static void *alloc_class_in(heap_t *h, unsigned cls)
 	if (unlikely(h->sweep_at) && ++h->sweep_tick % SWEEP_EVERY == 0) sweep_idle(h);
 	page_t *pg = h->pages[cls];
 	while (pg != &page_empty) {
-		if (page_hot(pg)->free) break;
+		if (page_hot(pg)->free != FREE_END) break;
 		refill(pg);
 		page_t *next = pg->next ? PG(pg->next) : &page_empty;
-		if (page_hot(pg)->free) {
+		if (page_hot(pg)->free != FREE_END) {
 			if (h->pages[cls] != pg) { list_remove(h, pg); list_push_front(h, pg); }
 			break;
 		}
@@ -805,9 +810,9 @@ static void *alloc_class_in(heap_t *h, unsigned cls)
 	if (pg == &page_empty) {
 		pg = new_page(h, cls);
 		if (!pg) return NULL;
-		if (!page_hot(pg)->free) extend(pg);
+		if (page_hot(pg)->free == FREE_END) extend(pg);
 	}
-	return page_pop(pg, page_hot(pg)->free);
+	return page_pop(pg);
 }
 
 void *heap_alloc_small(size_t n)
@@ -821,7 +826,12 @@ void *heap_alloc_small(size_t n)
 	return p;
 }
 
-void *heap_corrupt(const void *b) { fatal_corrupt("malloc", b); }
+/* Named: the block a link that is an index of the run leads to (a live one), or what the link
+ * holds when it is no such index (an address a use-after-free write left, most often). */
+void *heap_corrupt(const page_hot_t *hot, uint64_t i)
+{
+	fatal_corrupt("malloc", i < hot->capacity ? (void *)hot_block(hot, i) : (void *)(uintptr_t)i);
+}
 void heap_invalid(const char *func, const void *p) { fatal_pointer(func, p); }
 
 /* After a local free: the page emptied, or it was full and off the list. */

@@ -16,7 +16,7 @@ typedef struct heap {
 #define DIRECT_CLASSES 20                 /* the classes up to DIRECT_MAX: 16 .. 1024 bytes */
 	page_hot_t *direct[DIRECT_MAX / 16 + 1]; /* fast[] by (n + 15) / 16: one load less than the class */
 	page_hot_t *fast[NCLASS];       /* what the malloc fast path pops from: pages[]' page_hot_t, always
-	                                   page_empty's (free list NULL) when every call must take the
+	                                   page_empty's (free list empty) when every call must take the
 	                                   slow path */
 	uint64_t n_free;                /* frees of this heap's blocks (other threads' once collected);
 	                                   mallocs are not counted: stats.c adds the live blocks */
@@ -153,56 +153,53 @@ static inline bool live_unfreed(const page_t *pg, uint64_t bit)
 	return !(__atomic_load_n(&pg->owner, __ATOMIC_RELAXED) & PAGE_REMOTE) || !freed_test(pg, bit);
 }
 
-/* fatal_corrupt("malloc", b), reached by a jump: not being noreturn keeps the stack frame it
- * needs off the fast paths. */
-HIDDEN void *heap_corrupt(const void *b) __attribute__((returns_nonnull));
+/* fatal_corrupt("malloc", ...) for the link i of hot's run, reached by a jump: not being noreturn
+ * keeps the stack frame it needs off the fast paths. */
+HIDDEN void *heap_corrupt(const page_hot_t *hot, uint64_t i) __attribute__((returns_nonnull));
 
-/* Hand out b, the head of a run's free list, whose index (hot_block_index: bit) is below the
- * run's capacity: b is then aligned to its class and inside the run's carved blocks, and what a
- * use-after-free or overflow write into a free block's link can still have pointed it at is a
- * live block, which its live bit says. b is checked before its own link is read, so a bad link
- * is never followed.
+/* Hand out block i, the head of a run's free list, i below the run's capacity: the block is
+ * then aligned to its class and inside the run's carved blocks, and what a use-after-free or
+ * overflow write into a free block's link can still have made of it is a live block, which its
+ * live bit says. i is checked before its block's own link is read, so a bad link is never
+ * followed.
  * Its second word is cleared (the line is in cache: its first word was just read): a tag another
- * thread left there by a free that raced the owner's own free of b cannot survive b being handed
- * out again, and the collect of that free, which checks the tag, catches the double free. */
-static inline void *hot_take_at(page_hot_t *hot, block_t *b, uint64_t bit)
+ * thread left there by a free that raced the owner's own free of it cannot survive it being
+ * handed out again, and the collect of that free, which checks the tag, catches the double free. */
+static inline void *hot_take_at(page_hot_t *hot, uint64_t i)
 {
-	if (unlikely(live_set_old(hot_live(hot), bit)))
-		return heap_corrupt(b);
+	if (unlikely(live_set_old(hot_live(hot), i)))
+		return heap_corrupt(hot, i);
+	block_t *b = hot_block(hot, i);
 	hot->free = b->next;
 	b->tag = 0;
 	hot->used++;
 	return b;
 }
 
-/* Hand out b, the head of a run's free list, after checking it: a corrupted link must never make
- * malloc return a block that is misaligned, outside the run's carved blocks, or live. */
-static inline void *hot_take(page_hot_t *hot, block_t *b)
-{
-	uint64_t bit = hot_block_index(hot, b);
-	if (unlikely(bit >= hot->capacity))
-		return heap_corrupt(b);
-	return hot_take_at(hot, b, bit);
-}
-
-/* Pop the head of hot's free list, or NULL when it is empty: the malloc fast path's pop. An empty
- * list's NULL head has no index below any capacity (its offset from the run wraps round to a
- * number of more than 2^47 blocks), so the one test that turns away a corrupted head turns away
- * the empty list too: both go to the slow path, which pops a non-NULL head with hot_take and so
- * aborts on the corrupted one. */
+/* Pop the head of hot's free list, or NULL when it is empty: the malloc fast path's pop. Links
+ * are indexes in the run, and the end of the list (FREE_END) is one no capacity reaches, so the
+ * one test that turns away a corrupted link (one past the carved blocks, or no small number at
+ * all: an address, a pointer's worth of the program's data) turns away the empty list too: both
+ * go to the slow path, which pops a head that is not FREE_END with page_pop and so aborts on the
+ * corrupted one. */
 static inline void *hot_pop(page_hot_t *hot)
 {
-	block_t *b = hot->free;
-	uint64_t bit = hot_block_index(hot, b);
-	if (likely(bit < hot->capacity))
-		return hot_take_at(hot, b, bit);
+	uint64_t i = hot->free;
+	if (likely(i < hot->capacity))
+		return hot_take_at(hot, i);
 	return NULL;
 }
 
-/* Pop b, the head of pg's free list, in any small run. */
-static inline void *page_pop(page_t *pg, block_t *b)
+/* Pop the head of pg's free list, which is not empty, in any small run; after checking it: a
+ * corrupted link must never make malloc return a block that is misaligned, outside the run's
+ * carved blocks, or live. */
+static inline void *page_pop(page_t *pg)
 {
-	return hot_take(pg->hot, b);
+	page_hot_t *hot = pg->hot;
+	uint64_t i = hot->free;
+	if (unlikely(i >= hot->capacity))
+		return heap_corrupt(hot, i);
+	return hot_take_at(hot, i);
 }
 
 /* One-page runs (classes up to 16 KiB). */
@@ -248,7 +245,7 @@ static inline void heap_free_owned(heap_t *h, page_t *pg, void *p, uint64_t bit,
 	block_t *b = p;
 	b->next = hot->free;
 	b->tag = FREE_TAG;
-	hot->free = b;
+	hot->free = bit;
 	h->n_free++;
 	/* now empty, or off the list (USED_UNLISTED); an empty page that malloc serves from
 	 * stays as it is (USED_HEAD: a malloc/free loop empties it on every free) */

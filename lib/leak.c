@@ -45,12 +45,15 @@ static int timed_out;
 typedef struct pmap {
 	uint64_t mark;                      /* mark number of the run's first block */
 	uint32_t head;                      /* page index of the run's head */
-	uint16_t nblk;                      /* blocks that may be live (the carved ones); 0: nothing tracked */
-	uint8_t cls;                        /* size class of a small run; 0 for a large block */
-	uint8_t colour;                     /* where block 0 starts past the head page, in 64-byte units */
+	uint32_t nblk : 13;                 /* blocks that may be live (the carved ones); 0: nothing tracked */
+	uint32_t colour : 12;               /* where block 0 starts past the head page, in 64-byte units:
+	                                       a colour, or a whole block on a PF_WASHEAD page (heap.c) */
+	uint32_t cls : 7;                   /* size class of a small run; 0 for a large block */
 } pmap_t;
 
-_Static_assert(ONEPAGE_MAX / 64 <= 256, "a run's colour fits pmap_t.colour");
+_Static_assert(PAGE_SIZE / ALIGN_MIN < (1u << 13), "a run's block count fits pmap_t.nblk");
+_Static_assert(SMALL_MAX / 64 < (1u << 12), "a run's first block's offset fits pmap_t.colour");
+_Static_assert(NCLASS <= (1u << 7), "a class fits pmap_t.cls");
 #define MAGIC_SHIFT 40
 static pmap_t *pmap;
 static size_t pmap_cap;                 /* pages pmap (and marks) have room for */
@@ -85,14 +88,15 @@ static void build_map(void)
 	for (size_t i = 0; i < n; i++) {
 		const page_t *pg = &G.pages[i];
 		size_t np = 0;
-		pmap_t e = { 0, 0, 0, 0, 0 };
+		pmap_t e = { 0 };
 		if (pg->kind == PK_SMALL && atomic_load_explicit(&d[i].small, memory_order_relaxed)) {
 			np = class_pages[pg->cls];
-			e = (pmap_t){ next, (uint32_t)i, pg->capacity, pg->cls,
-			              (uint8_t)((pg->start - page_addr(i)) >> 6) };
+			e = (pmap_t){ .mark = next, .head = (uint32_t)i, .nblk = pg->capacity,
+			              .colour = (uint32_t)((pg->start - page_addr(i)) >> 6) & 0xfff,
+			              .cls = pg->cls };
 		} else if (pg->kind == PK_LARGE) {
 			np = pg->npages;
-			e = (pmap_t){ next, (uint32_t)i, 1, 0, 0 };
+			e = (pmap_t){ .mark = next, .head = (uint32_t)i, .nblk = 1 };
 		}
 		if (!np) {
 			pmap[i] = e;

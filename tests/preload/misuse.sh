@@ -94,7 +94,7 @@ else
 	bad "free-sized-wrong: exit status $rc, stderr: $(head -3 "$TMPD/err")"
 fi
 for c in corrupt-live corrupt-interior corrupt-misaligned corrupt-other-page corrupt-outside \
-         corrupt-beyond; do
+         corrupt-beyond corrupt-index-live corrupt-index-beyond; do
 	expect_corrupt $c
 done
 # a remote free, a use-after-free write over the block, the owner's free: caught at the owner's

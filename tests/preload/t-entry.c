@@ -335,16 +335,18 @@ static void test_sized_frees(void)
  * of those sizes (from the class's aligned twin), mixed with plain mallocs of the same size. */
 static void test_colours(void)
 {
-	enum { N = 2048 };
+	enum { N = 8192 };
 	static const size_t sizes[] = { 128, 1000, 1024, 2048, 4096 };
 	static void *plain[N], *al[N];
 	size_t s, i;
 
 	for (s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
-		size_t n = sizes[s], align = 128;
+		/* 128 bytes has two colours and 512 blocks a run: 16 runs, not 4, so that every run
+		 * landing on pages whose hash picks the same colour is no longer a 1-in-8 chance */
+		size_t n = sizes[s], align = 128, count = n == 128 ? N : 2048;
 		unsigned long offsets = 0;
 		while (align * 2 <= n) align *= 2;
-		for (i = 0; i < N; i++) {
+		for (i = 0; i < count; i++) {
 			plain[i] = malloc(n);
 			CHECK(plain[i] != NULL && posix_memalign(&al[i], align, n) == 0, "malloc(%zu) failed", n);
 			CHECK(((uintptr_t)al[i] & (align - 1)) == 0, "posix_memalign(%zu, %zu) = %p, misaligned",
@@ -359,8 +361,8 @@ static void test_colours(void)
 		/* classes from 128 bytes to 2 KiB are coloured (4096's runs hold 16 blocks, and
 		 * a colour would cost one of them) */
 		CHECK(__builtin_popcountl(offsets) >= (n > 2048 ? 1 : n >= 256 ? 4 : 2),
-		      "malloc(%zu): %d colours in %d blocks", n, __builtin_popcountl(offsets), N);
-		for (i = 0; i < N; i++) {
+		      "malloc(%zu): %d colours in %zu blocks", n, __builtin_popcountl(offsets), count);
+		for (i = 0; i < count; i++) {
 			CHECK(((unsigned char *)plain[i])[n - 1] == 0x5a && ((unsigned char *)al[i])[0] == 0xa5,
 			      "block of %zu bytes overwritten", n);
 			free(plain[i]);

@@ -128,12 +128,12 @@ static int double_free_race(int n)
 	return twice ? 1 : 0;
 }
 
-/* Point the link of a freed 48-byte block at target, then malloc until the library takes the
- * link: it must abort naming target, never return it. */
-static void corrupt_link(unsigned char *freed, void *target)
+/* Write link into the link of a freed 48-byte block, then malloc until the library takes the
+ * link: it must abort naming target (what the link leads to), never return it. */
+static void corrupt_link(unsigned char *freed, void *link, void *target)
 {
 	announce(target);
-	poke(freed, target);
+	poke(freed, link);
 	for (int i = 0; i < 4; i++) {
 		void *r = malloc(48);
 		printf("malloc returned %p\n", r);
@@ -375,7 +375,11 @@ int main(int argc, char **argv)
 	} else if (strncmp(c, "corrupt-", 8) == 0) {
 		unsigned char *live = alloc(48), *freed = alloc(48), *other = alloc(2000);
 		unsigned char *spare = alloc(48);
-		void *target = NULL;
+		void *target = NULL, *link = NULL;
+		while (((uintptr_t)live ^ (uintptr_t)freed) >> 16) {   /* one run for both */
+			live = freed;
+			freed = alloc(48);
+		}
 		if (strcmp(c, "corrupt-live") == 0) target = live;                 /* onto a live block */
 		else if (strcmp(c, "corrupt-interior") == 0) target = live + 16;   /* into one */
 		else if (strcmp(c, "corrupt-misaligned") == 0) target = spare + 8; /* off any block start */
@@ -383,6 +387,14 @@ int main(int argc, char **argv)
 		else if (strcmp(c, "corrupt-outside") == 0) target = static_block; /* outside the range */
 		else if (strcmp(c, "corrupt-beyond") == 0)                          /* past the carved blocks */
 			target = (unsigned char *)(((uintptr_t)live | 0xffff) - 63);
+		/* the same two written as what the library keeps in a link, a block's index in its
+		 * run (a 48-byte run starts at its 64 KiB page, never coloured): a small number, as
+		 * a program's own data often is */
+		else if (strcmp(c, "corrupt-index-live") == 0) {
+			target = live;
+			link = (void *)(((uintptr_t)live & 0xffff) / 48);
+		} else if (strcmp(c, "corrupt-index-beyond") == 0)
+			target = link = (void *)(uintptr_t)(65536 / 48);   /* no 48-byte run has as many */
 		else if (strcmp(c, "corrupt-remote") == 0) {
 			/* a block freed by another thread and not taken back by its owner yet: a
 			 * use-after-free write of a live block's address into it (where a remote-free
@@ -406,7 +418,7 @@ int main(int argc, char **argv)
 		}
 		free_p(spare);
 		free_p(freed);                 /* freed heads its page's free list */
-		corrupt_link(freed, target);
+		corrupt_link(freed, link ? link : target, target);
 
 	/* Cases that must not crash. */
 	} else if (strcmp(c, "free-null") == 0) {

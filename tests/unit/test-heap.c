@@ -734,6 +734,55 @@ START_TEST(corrupt_link_onto_live)
 }
 END_TEST
 
+/* The same link written as the library keeps it, a block index in the run: a small number, as a
+ * program's own data often is, that names the live block. */
+START_TEST(corrupt_link_index_live)
+{
+	void *live = alloc_malloc(80), *freed = alloc_malloc(80);
+	ck_assert_ptr_eq(page_of(live), page_of(freed));
+	uint64_t k = block_index(page_of(live), live);
+	alloc_free(freed);
+	launder = freed;
+	memcpy(launder, &k, sizeof k);
+	for (int i = 0; i < 3; i++) ck_assert_ptr_ne(alloc_malloc(80), live);
+}
+END_TEST
+
+/* A small run made on the first page of a freed large block (PF_WASHEAD) has no block at the
+ * large block's address, and carves nothing past its page: for every small class, one-page runs
+ * and multi-page ones, the blocks malloc hands out from such a run lie inside it and never start
+ * where the large block did (blocks of 3 MiB: no thread cache keeps them). */
+START_TEST(washead_runs_start_past_the_page)
+{
+	static const size_t sizes[] = { 16, 32, 48, 80, 128, 1024, 2048, 16384, 45000 };
+	for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+		size_t n = sizes[s];
+		void *guard1 = alloc_malloc(3 << 20), *big = alloc_malloc(3 << 20), *guard2 = alloc_malloc(3 << 20);
+		alloc_free(big);
+		ck_assert(page_of(big)->flags & PF_WASHEAD);
+		enum { MAXB = 200000 };
+		static void *b[MAXB];
+		int nb = 0, in = 0;
+		while (nb < MAXB && (size_t)nb * n < (size_t)64 << 20) {
+			void *p = b[nb++] = alloc_malloc(n);
+			ck_assert_ptr_nonnull(p);
+			ck_assert_ptr_ne(p, big);
+			page_t *h = page_of(p);
+			if (h->kind != PK_SMALL) h -= h->head_off;
+			if (page_addr(page_idx(h)) != (uintptr_t)big) continue;
+			in++;
+			ck_assert_uint_ge((uintptr_t)p, h->start);
+			ck_assert_uint_le((uintptr_t)p + h->block_size, (uintptr_t)big + run_bytes(h));
+			if (in >= (int)class_blocks[h->cls]) break;
+		}
+		ck_assert_msg(in > 0, "no %zu-byte block came from the freed large block's pages", n);
+		for (int i = 0; i < nb; i++) alloc_free(b[i]);
+		alloc_free(guard1);
+		alloc_free(guard2);
+	}
+}
+END_TEST
+
 START_TEST(corrupt_link_misaligned)
 {
 	char *live = alloc_malloc(80), *freed = alloc_malloc(80);
@@ -852,6 +901,7 @@ Suite *heap_suite(void)
 	tcase_add_test(t, outside_pointer_ignored);
 	tcase_add_test(t, live_bits_per_block);
 	tcase_add_test(t, class_tables);
+	tcase_add_test(t, washead_runs_start_past_the_page);
 	suite_add_tcase(s, t);
 	TCase *m = tcase_create("misuse");
 	tcase_add_test_raise_signal(m, double_free_small, SIGABRT);
@@ -866,6 +916,7 @@ Suite *heap_suite(void)
 	tcase_add_test_raise_signal(m, double_free_remote_then_local, SIGABRT);
 	tcase_add_test_raise_signal(m, corrupt_link_onto_live, SIGABRT);
 	tcase_add_test_raise_signal(m, corrupt_link_misaligned, SIGABRT);
+	tcase_add_test_raise_signal(m, corrupt_link_index_live, SIGABRT);
 	suite_add_tcase(s, m);
 	return s;
 }
