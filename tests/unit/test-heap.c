@@ -721,16 +721,23 @@ END_TEST
 START_TEST(never_handed_out) { alloc_free((void *)(G.base + G.size - 4096)); }
 END_TEST
 
-/* A use-after-free write points a freed block's link at a live block of its page: malloc must
- * abort rather than hand the live block out a second time. */
+/* Free freed (an 80-byte block), write the 8 bytes at link over its free-list link, as a
+ * use-after-free write would, and malloc it and the blocks after: malloc must abort rather than
+ * hand out target. */
 static void *volatile launder;
+static void corrupt_then_malloc(void *freed, const void *link, const void *target)
+{
+	alloc_free(freed);
+	launder = freed;
+	memcpy(launder, link, sizeof(uint64_t));
+	for (int i = 0; i < 3; i++) ck_assert_ptr_ne(alloc_malloc(80), target);
+}
+
+/* The link points at a live block of its page: malloc must not hand it out a second time. */
 START_TEST(corrupt_link_onto_live)
 {
 	void *live = alloc_malloc(80), *freed = alloc_malloc(80);
-	alloc_free(freed);
-	launder = freed;
-	memcpy(launder, &live, sizeof live);
-	for (int i = 0; i < 3; i++) ck_assert_ptr_ne(alloc_malloc(80), live);
+	corrupt_then_malloc(freed, &live, live);
 }
 END_TEST
 
@@ -741,10 +748,7 @@ START_TEST(corrupt_link_index_live)
 	void *live = alloc_malloc(80), *freed = alloc_malloc(80);
 	ck_assert_ptr_eq(page_of(live), page_of(freed));
 	uint64_t k = block_index(page_of(live), live);
-	alloc_free(freed);
-	launder = freed;
-	memcpy(launder, &k, sizeof k);
-	for (int i = 0; i < 3; i++) ck_assert_ptr_ne(alloc_malloc(80), live);
+	corrupt_then_malloc(freed, &k, live);
 }
 END_TEST
 
@@ -787,10 +791,7 @@ START_TEST(corrupt_link_misaligned)
 {
 	char *live = alloc_malloc(80), *freed = alloc_malloc(80);
 	void *bad = live + 8;
-	alloc_free(freed);
-	launder = freed;
-	memcpy(launder, &bad, sizeof bad);
-	for (int i = 0; i < 3; i++) ck_assert_ptr_ne(alloc_malloc(80), bad);
+	corrupt_then_malloc(freed, &bad, bad);
 }
 END_TEST
 
