@@ -273,7 +273,12 @@ static inline uint64_t block_index(const page_t *pg, const void *p)
 {
 	return index_of((uintptr_t)p - pg->start, pg->inv, pg->rot);
 }
-/* The block whose index in hot's run is i. */
+/* The block whose index in the small run whose head is pg is i: block_index's inverse. */
+static inline block_t *block_at(const page_t *pg, uint64_t i)
+{
+	return (block_t *)(pg->start + i * pg->block_size);
+}
+/* The same from the run's page_hot_t copies (the malloc side). */
 static inline block_t *hot_block(const page_hot_t *hot, uint64_t i)
 {
 	return (block_t *)(hot->start + i * hot->block_size);

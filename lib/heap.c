@@ -120,8 +120,6 @@ static void collect_remote(page_t *pg)
 	if (!atomic_load_explicit(&r->pending, memory_order_relaxed)) return;
 	uint64_t words = atomic_exchange(&r->pending, 0);
 	_Atomic(uint64_t) *freed = page_freed(pg);
-	uintptr_t start = pg->start;
-	size_t bs = pg->block_size;
 	uint64_t head = page_hot(pg)->free;
 	uint32_t n = 0;
 	while (words) {
@@ -137,7 +135,7 @@ static void collect_remote(page_t *pg)
 			 * off it, and their freed bits go */
 			if (!page_heap(pg)->forked)
 				fatal_pointer("free",
-				              (void *)(start + ((size_t)k * 64 + (size_t)__builtin_ctzll(m & ~v)) * bs));
+				              block_at(pg, (uint64_t)k * 64 + (uint64_t)__builtin_ctzll(m & ~v)));
 			m &= v;
 		}
 		/* live bit first, then the freed bit: a leak check stopping this thread in between
@@ -148,7 +146,7 @@ static void collect_remote(page_t *pg)
 		if (atomic_fetch_and_explicit(&freed[k], ~all, memory_order_acq_rel) & ~all) words |= 1ull << k;
 		while (m) {                /* (counted here: without -mpopcnt a popcount is a call) */
 			uint64_t i = (uint64_t)k * 64 + (uint64_t)__builtin_ctzll(m);
-			block_t *b = (block_t *)(start + i * bs);
+			block_t *b = block_at(pg, i);
 			m &= m - 1;
 			/* the freer's tag still there: nothing wrote the block since it was freed
 			 * (a use-after-free write, or the owner's free of it, a malloc and a write)
@@ -187,10 +185,9 @@ static void extend(page_t *pg)
 		if (k == 0) k = 1;
 	}
 	if (k > total - pg->capacity) k = total - pg->capacity;
-	uintptr_t start = page_start(pg);
 	uint64_t head = page_hot(pg)->free;
 	for (uint64_t i = pg->capacity + k; i-- > pg->capacity;) {
-		block_t *b = (block_t *)(start + i * pg->block_size);
+		block_t *b = block_at(pg, i);
 		b->next = head;
 		b->tag = FREE_TAG;
 		head = i;

@@ -90,7 +90,6 @@ extern HIDDEN __thread heap_t *heap_tls __attribute__((tls_model("initial-exec")
 extern HIDDEN heap_t heap_none;
 extern HIDDEN page_t page_empty;
 
-static inline uintptr_t page_start(const page_t *pg) { return pg->start; }
 static inline size_t run_bytes(const page_t *pg) { return (size_t)class_pages[pg->cls] << PAGE_SHIFT; }
 
 /* Set (malloc) or clear (free) the live bit of block bit in a run's live bitmap, saying whether

@@ -47,7 +47,8 @@ typedef struct pmap {
 	uint32_t head;                      /* page index of the run's head */
 	uint32_t nblk : 13;                 /* blocks that may be live (the carved ones); 0: nothing tracked */
 	uint32_t colour : 12;               /* where block 0 starts past the head page, in 64-byte units:
-	                                       a colour, or a whole block on a PF_WASHEAD page (heap.c) */
+	                                       a colour, or the offset of a run on a PF_WASHEAD page (up
+	                                       to the block size: heap.c, run_colour) */
 	uint32_t cls : 7;                   /* size class of a small run; 0 for a large block */
 } pmap_t;
 
@@ -141,7 +142,7 @@ static void blk_fill(const pmap_t *e, size_t k, blk_t *b)
 	b->mk = e->mark + k;
 	if (e->cls) {
 		b->len = pg->block_size;
-		b->start = pg->start + k * pg->block_size;
+		b->start = (uintptr_t)block_at(pg, k);
 		b->bit = k;
 		b->t = atomic_load_explicit(&leak_dir()[e->head].small, memory_order_relaxed);
 	} else {
@@ -424,7 +425,7 @@ static void mark_remote_frees(void)
 			while (v) {
 				size_t k = w * 64 + (size_t)__builtin_ctzll(v);
 				v &= v - 1;
-				mark_free(pg->start + k * pg->block_size);
+				mark_free((uintptr_t)block_at(pg, k));
 			}
 		}
 	}
