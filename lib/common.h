@@ -114,12 +114,12 @@ typedef struct page_hot {
 	uint64_t free;                  /* index of the first block ready for malloc (the owner's frees
 	                                   go here too); FREE_END when there is none */
 	uintptr_t start;                /* = the descriptor's start */
-	uint64_t block_size;            /* = the descriptor's block_size */
+	uint64_t capacity;              /* = the descriptor's capacity: 64 bits, so that malloc
+	                                   compares the index it pops with it in one instruction */
+	uint32_t block_size;            /* = the descriptor's block_size */
 	uint32_t used;                  /* live blocks, counting remote frees not yet collected;
 	                                   | USED_UNLISTED while the page is off its class list,
 	                                   | USED_HEAD while it is first in it */
-	uint16_t capacity;              /* = the descriptor's capacity */
-	uint16_t pad;
 } page_hot_t;
 
 typedef struct page {
@@ -139,7 +139,12 @@ typedef struct page {
 			                           owner's free also looks at the block's tag */
 			uint32_t block_size;    /* bytes per block */
 			uint32_t spare2;        /* always 0 */
-			uint64_t spare3;        /* always 0 */
+			uint64_t capacity;      /* blocks carved into the free lists so far. 0 in every
+			                           other descriptor (free's fast path tests only this):
+			                           region_alloc_aligned clears it with the rest of a small run's
+			                           fields, free_locked when the run is given back, and no
+			                           other kind's fields reach this far. 64 bits, so that free
+			                           compares the index with it in one instruction */
 		};
 		struct {                        /* every other kind */
 			uint32_t npages;        /* run length in pages: heads (not PK_SMALL) and tails of free runs */
@@ -164,8 +169,7 @@ typedef struct page {
 	uint8_t flags;                  /* PF_* of this 64 KiB page, kept across reuse */
 	uint8_t rot;                    /* PK_SMALL: trailing zero bits of block_size (block_index) */
 	uint8_t spare1;                 /* always 0 */
-	uint16_t capacity;              /* PK_SMALL: blocks carved into the free lists so far; 0 in every
-	                                   other descriptor (free's fast path tests only this) */
+	uint16_t spare4;                /* always 0 (was capacity, before it moved beside block_size) */
 	uint32_t next, prev;            /* page index + 1 (0 = none): heap class list, free bin, delayed stack */
 } page_t;
 
@@ -279,9 +283,12 @@ static inline block_t *block_at(const page_t *pg, uint64_t i)
 	return (block_t *)(pg->start + i * pg->block_size);
 }
 /* The same from the run's page_hot_t copies (the malloc side). */
+_Static_assert((255ull << PAGE_SHIFT) < (1ull << 32), "a run (at most 255 pages: class_pages is 8 bits) is below 4 GiB");
 static inline block_t *hot_block(const page_hot_t *hot, uint64_t i)
 {
-	return (block_t *)(hot->start + i * hot->block_size);
+	/* i is below capacity, so its block lies inside the run, under 4 GiB from its start: the
+	 * offset fits 32 bits, one multiply by the 32-bit field in memory */
+	return (block_t *)(hot->start + (uint32_t)((uint32_t)i * hot->block_size));
 }
 
 #endif

@@ -193,7 +193,7 @@ static void extend(page_t *pg)
 		head = i;
 	}
 	page_hot(pg)->free = head;
-	pg->capacity = (uint16_t)(pg->capacity + k);
+	pg->capacity += k;
 	pg->hot->capacity = pg->capacity;
 }
 
