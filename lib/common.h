@@ -191,10 +191,13 @@ typedef struct remote {
 
 _Static_assert(sizeof(remote_t) == 64, "remote_t is one cache line");
 
-/* remote_t.qstate. Other threads only ever move it from Q_WATCH to Q_QUEUED. */
+/* remote_t.qstate. Other threads only ever move it to Q_QUEUED: from Q_WATCH, or from Q_QUIET
+ * too in the free that marks the run PAGE_REMOTE (free_remote_first). */
 enum {
-	Q_QUIET = 0,                    /* nothing to tell the owner */
-	Q_WATCH = 1,                    /* the page went full once: the first remote free queues it */
+	Q_QUIET = 0,                    /* nothing to tell the owner (or, before the run's first
+	                                   remote free, nothing asked: that free queues it anyway) */
+	Q_WATCH = 1,                    /* the page went full once since it got remote frees: the
+	                                   next remote free queues it */
 	Q_QUEUED = 2,                   /* on heap->delayed, until the owner drains it */
 	Q_GONE = 3                      /* given back: no more queuing */
 };

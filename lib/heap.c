@@ -116,6 +116,10 @@ static void list_remove(heap_t *h, page_t *pg)
  * (here, by the freeing thread's atomic or, or by the owner's free seeing the tag). */
 static void collect_remote(page_t *pg)
 {
+	/* nothing to take before another thread's first free into the run marked it PAGE_REMOTE
+	 * (it does so before its bit goes in): a run only its owner frees into costs no look at
+	 * its remote_t line, which is cold */
+	if (!(__atomic_load_n(&pg->owner, __ATOMIC_RELAXED) & PAGE_REMOTE)) return;
 	remote_t *r = page_remote(pg);
 	if (!atomic_load_explicit(&r->pending, memory_order_relaxed)) return;
 	uint64_t words = atomic_exchange(&r->pending, 0);
@@ -241,12 +245,18 @@ static void spares_flush(heap_t *h)
 /* pg has nothing to give: take it off the list. The first remote free into it will queue it on
  * h->delayed for the owner to put back; a local free puts it back at once (at the end). Owner
  * and remote freer each write one word and then read the other's (qstate, pending): both
- * sides' accesses are sequentially consistent, so at least one of them sees the other. */
+ * sides' accesses are sequentially consistent, so at least one of them sees the other.
+ * A run no other thread has freed into yet (no PAGE_REMOTE) is not watched: the free that
+ * marks it queues it whatever its state (free_remote_first), so its remote_t line stays
+ * untouched. That load is sequentially consistent, as the mark is: either it sees the mark
+ * and the run is watched as above, or the marking free comes after it in that order and
+ * queues the run. */
 static void page_to_full(heap_t *h, page_t *pg)
 {
-	remote_t *r = page_remote(pg);
 	list_remove(h, pg);
 	page_hot(pg)->used |= USED_UNLISTED;
+	if (!(__atomic_load_n(&pg->owner, __ATOMIC_SEQ_CST) & PAGE_REMOTE)) return;
+	remote_t *r = page_remote(pg);
 	/* Q_WATCH (it went full before and no remote free came since): the next remote free
 	 * queues it, no barrier needed; Q_QUEUED: the drain puts it back. */
 	if (atomic_load_explicit(&r->qstate, memory_order_relaxed) != Q_QUIET) return;
@@ -873,6 +883,18 @@ static NOINLINE bool adopt_owner(heap_t *h)
 
 static NOINLINE void drain_abandoned(heap_t *h, page_t *pg);
 
+/* Push the run whose remote_t is r on its heap's delayed stack, once its qstate went to Q_QUEUED
+ * (which pins it): the run and its heap are read from r after that, never from a descriptor
+ * the caller found before. */
+static void queue_run(remote_t *r)
+{
+	page_t *q = r->page;
+	heap_t *qh = page_heap(q);
+	page_t *top = atomic_load_explicit(&qh->delayed, memory_order_relaxed);
+	do r->delayed_next = top;
+	while (!atomic_compare_exchange_weak(&qh->delayed, &top, q));
+}
+
 /* After a remote free's bit went in, what is rare: telling the owner (pending, and the run's
  * queue state), and draining a heap nobody owns. */
 static NOINLINE void free_remote_tell(page_t *pg, remote_t *r, heap_t *h, uint64_t wm)
@@ -889,16 +911,25 @@ static NOINLINE void free_remote_tell(page_t *pg, remote_t *r, heap_t *h, uint64
 		 * be stale here. The queued state pins the run whose line this is (page_release
 		 * leaves a queued run alone), so the run and its heap are read after it is won. */
 		uint8_t watch = Q_WATCH;
-		if (atomic_compare_exchange_strong(&r->qstate, &watch, Q_QUEUED)) {
-			page_t *q = r->page;
-			heap_t *qh = page_heap(q);
-			page_t *top = atomic_load_explicit(&qh->delayed, memory_order_relaxed);
-			do r->delayed_next = top;
-			while (!atomic_compare_exchange_weak(&qh->delayed, &top, q));
-		}
+		if (atomic_compare_exchange_strong(&r->qstate, &watch, Q_QUEUED)) queue_run(r);
 	}
 	if (unlikely(atomic_load_explicit(&h->abandoned, memory_order_acquire)))
 		drain_abandoned(h, pg);
+}
+
+/* The first free of a run by a thread that does not own it (the one whose or set PAGE_REMOTE):
+ * the owner may have taken the run off its list without watching it (page_to_full), so it is
+ * queued now, watched or not, for the owner's drain to put back if it is off its list (the
+ * drain leaves a listed run where it is). Before this free's bit goes in: the block, live
+ * until then, pins the run, so the line is still this run's. */
+static NOINLINE void free_remote_first(remote_t *r)
+{
+	uint8_t q = atomic_load(&r->qstate);
+	while (q == Q_QUIET || q == Q_WATCH)
+		if (atomic_compare_exchange_weak(&r->qstate, &q, Q_QUEUED)) {
+			queue_run(r);
+			return;
+		}
 }
 
 /* A free from a thread that does not own pg: b's bit joins the run's freed bitmap. The common
@@ -916,9 +947,12 @@ static inline void free_remote_bit(page_t *pg, void *b, uint64_t bit, const char
 	 * run's, whose pending bit only makes this free tell its owner for nothing (free_remote_tell
 	 * pins the run before it acts). */
 	remote_t *r = page_remote(pg);
-	/* Mark the run PAGE_REMOTE for its owner's free (heap_free_checked), once: the mark stays
-	 * until the run is given back, so it is set before this free's bit goes in. */
-	if (!(ow & PAGE_REMOTE)) __atomic_fetch_or(&pg->owner, PAGE_REMOTE, __ATOMIC_SEQ_CST);
+	/* Mark the run PAGE_REMOTE for its owner's free (heap_free_checked) and its slow path, once:
+	 * the mark stays until the run is given back, so it is set before this free's bit goes in.
+	 * The free that sets it queues the run (free_remote_first). */
+	if (!(ow & PAGE_REMOTE) &&
+	    !(__atomic_fetch_or(&pg->owner, PAGE_REMOTE, __ATOMIC_SEQ_CST) & PAGE_REMOTE))
+		free_remote_first(r);
 	/* The tag first (the block is the freer's to write now: its live bit, checked by the
 	 * caller, says nobody freed it before), then the bit: whoever acquires the bit sees the tag
 	 * (the collect checks it), and an owner's free ordered after this one sees both. */
