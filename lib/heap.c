@@ -13,9 +13,10 @@ static page_hot_t empty_hot = { .free = FREE_END };
 page_t page_empty = { .hot = &empty_hot };
 /* A thread's heap before it has one: every fast path through it fails, and the slow path makes
  * (or adopts) the real heap. It owns no page, so frees through it are remote frees. */
-heap_t heap_none = { .direct = { [0 ... DIRECT_MAX / 16] = &empty_hot },
-                     .fast = { [0 ... NCLASS - 1] = &empty_hot } };
+heap_t heap_none = { .fast = { [0 ... NCLASS - 1] = &empty_hot } };
 __thread heap_t *heap_tls __attribute__((tls_model("initial-exec"))) = &heap_none;
+__thread page_hot_t *heap_direct[DIRECT_MAX / 16 + 1] __attribute__((tls_model("initial-exec"))) = {
+	[0 ... DIRECT_MAX / 16] = &empty_hot };
 /* Set once the thread's heap was handed back at its exit (heap_destructor): a thread-specific
  * destructor that runs after ours and allocates gets no heap of its own any more (in the last
  * round of destructors nothing would hand it back), but the shared dying heap, under its lock. */
@@ -33,13 +34,25 @@ static inline page_t *PG(uint32_t i) { return &G.pages[i - 1]; }
 static inline uint32_t ID(page_t *pg) { return (uint32_t)page_idx(pg) + 1; }
 
 /* ---- class lists (owner only) ---- */
-/* The direct[] entries of each class up to DIRECT_MAX: first index and count (1, 2, 4 or 8: four
+/* The heap_direct[] entries of each class up to DIRECT_MAX: first index and count (1, 2, 4 or 8: four
  * classes per doubling). A new head page is written to all of them, by a jump into a run of
  * stores rather than a loop: it happens on every visit of a page in a random replacement. */
 static const struct { uint8_t lo, n; } direct_span[DIRECT_CLASSES + 1] = {
 	{ 0, 0 }, { 0, 2 }, { 2, 1 }, { 3, 1 }, { 4, 1 }, { 5, 1 }, { 6, 1 }, { 7, 1 }, { 8, 1 },
 	{ 9, 2 }, { 11, 2 }, { 13, 2 }, { 15, 2 }, { 17, 4 }, { 21, 4 }, { 25, 4 }, { 29, 4 },
 	{ 33, 8 }, { 41, 8 }, { 49, 8 }, { 57, 8 } };
+
+/* The thread's heap_direct[] entries of class cls (at most DIRECT_CLASSES) point at f. */
+static inline void direct_set(unsigned cls, page_hot_t *f)
+{
+	page_hot_t **d = &heap_direct[direct_span[cls].lo];
+	switch (direct_span[cls].n) {
+	case 8: d[7] = f; d[6] = f; d[5] = f; d[4] = f; /* fall through */
+	case 4: d[3] = f; d[2] = f; /* fall through */
+	case 2: d[1] = f; /* fall through */
+	default: d[0] = f;
+	}
+}
 
 static inline void set_first(heap_t *h, unsigned cls, page_t *pg)
 {
@@ -49,14 +62,7 @@ static inline void set_first(heap_t *h, unsigned cls, page_t *pg)
 	h->pages[cls] = pg;
 	page_hot_t *f = G.slow_only ? &empty_hot : pg->hot;
 	h->fast[cls] = f;
-	if (cls > DIRECT_CLASSES) return;
-	page_hot_t **d = &h->direct[direct_span[cls].lo];
-	switch (direct_span[cls].n) {
-	case 8: d[7] = f; d[6] = f; d[5] = f; d[4] = f; /* fall through */
-	case 4: d[3] = f; d[2] = f; /* fall through */
-	case 2: d[1] = f; /* fall through */
-	default: d[0] = f;
-	}
+	if (cls <= DIRECT_CLASSES && h == heap_tls) direct_set(cls, f);
 }
 
 /* Whether direct_span and class_blocks match the class tables (a unit test asks; debug builds
@@ -371,9 +377,11 @@ static void abandon_locked(heap_t *h)
 	heaps_abandoned = h;
 }
 
+/* h becomes the thread's heap (&heap_none: it has none): heap_direct[] follows its fast[]. */
 static void heap_set_tls(heap_t *h)
 {
 	heap_tls = h;
+	for (unsigned c = 1; c <= DIRECT_CLASSES; c++) direct_set(c, h->fast[c]);
 	if (heap_key_ok) pthread_setspecific(heap_key, h);
 }
 
@@ -386,7 +394,6 @@ static heap_t *heap_new_locked(void)
 		h->pages[c] = &page_empty;
 		h->fast[c] = &empty_hot;
 	}
-	for (int i = 0; i <= DIRECT_MAX / 16; i++) h->direct[i] = &empty_hot;
 	pthread_mutex_init(&h->lock, NULL);
 	h->next_all = heaps_all;
 	heaps_all = h;
@@ -482,6 +489,7 @@ static void heap_destructor(void *arg)
 	tidy_heap(h, keep);
 	spares_flush(h);
 	heap_tls = &heap_none;
+	for (unsigned c = 1; c <= DIRECT_CLASSES; c++) direct_set(c, &empty_hot);
 	uint64_t now = os_now_ms() | 1;
 	pthread_mutex_lock(&heaps_lock);
 	locks_held++;
