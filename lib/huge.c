@@ -19,6 +19,22 @@
  * gave back (it collapses a 2 MiB range with a single resident page in it), and a served mapping
  * must get the kernel's default, as any other mapping of the program does.
  *
+ * Clearing a huge page is the kernel's work, done at the first touch, in the thread that makes
+ * the touch: 2 MiB written in one fault, longer still in a virtual machine whose host has taken
+ * the backing of free memory back (N1 in docs/benchmarks.md: 1-4 ms a chunk). A process that has
+ * opened AHEAD_AFTER chunks grows its heap fast enough for that to show (jq: a tenth of its time
+ * in those faults, all in its one thread), so from then on each chunk opened cuts the next one at
+ * once and the purger thread faults it in (MADV_POPULATE_WRITE, which changes no byte), on
+ * another CPU while the program runs; the next thread that needs a chunk takes that one, ready.
+ * The next chunk is always that one, faulted in yet or not, so where blocks go never depends on
+ * the purger's timing (SPEC, Determinism). The purger holds it alone while it works (R.filling,
+ * fill_busy): a thread that needs it then, and malloc_trim, wait the rest of the fault out, so
+ * nothing can take, purge or map over pages that are being faulted in. At most one chunk waits
+ * ahead (2 MiB resident that no block uses yet, after the 64 MiB or more cut before it);
+ * malloc_trim, contig_purge and the limit's purge give it back. Not under CONTIG_LIMIT (committed
+ * pages ahead of need would count against it), nor where no purger runs (CONTIG_PURGE_MS=0, leak
+ * checking).
+ *
  * Honours the administrator: nothing is advised when transparent_hugepage/enabled says [never],
  * when the kernel has no THP, or when the process disabled THP (madvise says EINVAL). Under
  * [always] the kernel gives the whole range huge pages by itself; the chunks still keep a
@@ -70,4 +86,23 @@ void huge_unadvise_locked(size_t a, size_t b)
 		for (size_t i = c; i < c + HUGE_PAGES; i++) P(i)->flags &= (uint8_t)~PF_HUGE;
 		os_madvise((void *)page_addr(c), HUGE_SIZE, MADV_NOHUGEPAGE);
 	}
+}
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+bool huge_ahead_wanted_locked(void)
+{
+	return R.chunks_cut + 1 >= AHEAD_AFTER && !R.limit && !R.ahead && !R.filling && purger_may_run();
+}
+
+/* Fault in the chunk at chunk, writable, changing nothing in it: the kernel's populate where it
+ * has one (Linux 5.14), else a locked or of zero into each OS page (no value changes, whoever
+ * else might write there). Called by the purger, which holds the chunk alone meanwhile. */
+void huge_fill(uintptr_t chunk)
+{
+	if (os_madvise((void *)chunk, HUGE_SIZE, MADV_POPULATE_WRITE) == 0) return;
+	for (uintptr_t a = chunk; a < chunk + HUGE_SIZE; a += OS_PAGE)
+		__atomic_fetch_or((unsigned char *)a, 0, __ATOMIC_RELAXED);
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 static pthread_cond_t purge_cond = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t fill_cond = PTHREAD_COND_INITIALIZER;   /* a chunk was faulted in */
 static int purger;                  /* 0 none, 1 starting or running */
 static uint64_t purger_until;       /* the purger waits until this ms clock (UINT64_MAX: for
                                        work, a while), 0: it is not waiting */
@@ -25,6 +26,9 @@ void purge_fork_child(void)
 	purger_until = 0;
 	purger_pid = (long)getpid();
 	atomic_store(&purger_deferred, 0);
+	/* a chunk the purger was faulting in stays to be faulted in (again) by the child's purger */
+	R.fill_busy = false;
+	pthread_cond_init(&fill_cond, NULL);
 	/* a decay still due stays due: the child's purger, once one starts, runs it */
 }
 
@@ -123,10 +127,31 @@ void maybe_purge_locked(void)
 		purge_locked(false);
 }
 
+/* The open chunk's untaken runs and the chunk ahead go back, to be purged by the caller at once:
+ * no purger is wanted for them (huge_stash_release_locked may have claimed its start). */
+static void stash_release_now_locked(void)
+{
+	if (huge_stash_release_locked()) purger = 0;
+}
+
+void huge_fill_wait_locked(void)
+{
+	while (R.fill_busy) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 10000000L;
+		if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
+		range_wait(&fill_cond, &ts);
+	}
+}
+
 size_t region_purge(bool all)
 {
 	range_lock();
-	if (all) huge_stash_release_locked();
+	if (all) {
+		huge_fill_wait_locked();
+		stash_release_now_locked();
+	}
 	size_t n = purge_locked(all);
 	range_unlock();
 	return n << PAGE_SHIFT;
@@ -148,7 +173,7 @@ void purge_due_locked(uint32_t stamp)
  * the caller will try again: limit_retry). */
 bool limit_make_room_locked(size_t n)
 {
-	huge_stash_release_locked();
+	stash_release_now_locked();
 	purge_locked(true);
 	if (R.committed + n <= R.limit) return true;
 	limit_refused = 1;
@@ -205,6 +230,19 @@ static void *purger_main(void *arg)
 	range_lock();
 	for (;;) {
 		maybe_purge_locked();
+		if (R.filling && !R.fill_busy) {
+			/* a chunk to fault in ahead of need (huge.c): no lock while the kernel works */
+			page_t *c = R.filling;
+			R.fill_busy = true;
+			range_unlock();
+			huge_fill(page_addr(page_idx(c)));
+			range_lock();
+			R.fill_busy = false;
+			R.filling = NULL;
+			R.ahead = c;
+			pthread_cond_broadcast(&fill_cond);
+			continue;
+		}
 		uint64_t t = os_now_ms();
 		if (decay_due <= t) {
 			/* the heaps' decay takes the heaps' locks and frees runs: not under this one */
@@ -215,7 +253,7 @@ static void *purger_main(void *arg)
 			if (next < decay_due) decay_due = next;
 			continue;
 		}
-		if (R.next_purge == UINT64_MAX && decay_due == UINT64_MAX) {
+		if (R.next_purge == UINT64_MAX && decay_due == UINT64_MAX && !R.filling) {
 			/* Nothing dirty: linger a little, then end, so that the purger never keeps a
 			 * process alive whose last thread has gone (pthread_exit from main, a child
 			 * forked from a thread). The next free of pages starts it again. */
@@ -226,7 +264,7 @@ static void *purger_main(void *arg)
 			purger_until = UINT64_MAX;
 			range_wait(&purge_cond, &ts);
 			purger_until = 0;
-			if (R.next_purge == UINT64_MAX && decay_due == UINT64_MAX) {
+			if (R.next_purge == UINT64_MAX && decay_due == UINT64_MAX && !R.filling) {
 				purger = 0;
 				range_unlock();
 				return NULL;
@@ -276,7 +314,8 @@ void purger_start(void)
  * lock (pthread_create allocates). */
 bool purger_wanted_locked(void)
 {
-	if (purger || (!R.dirty_runs && decay_due == UINT64_MAX) || !G.cfg.purge_ms || G.slow_only) return false;
+	if (purger || (!R.dirty_runs && decay_due == UINT64_MAX && !R.filling) || !G.cfg.purge_ms || G.slow_only)
+		return false;
 	/* A child made by a raw clone(2), not fork(): no atfork handler ran for it, and with
 	 * CLONE_VM it is not a thread glibc knows: pthread_create there hung the child (and the
 	 * parent waiting for it). Its freed pages go back on its next calls instead. */
@@ -294,12 +333,19 @@ bool purger_wanted_locked(void)
 
 void region_set_decay(uint64_t (*fn)(uint64_t now)) { decay_fn = fn; }
 
+bool purger_may_run(void)
+{
+	return G.cfg.purge_ms && !G.slow_only && (long)getpid() == purger_pid;
+}
+
+void purger_wake_locked(void)
+{
+	if (purger_until) pthread_cond_signal(&purge_cond);
+}
+
 /* A decay can run: there is a purge delay, and a purger this process may start (not while
  * leaks are tracked, not in a raw clone child: purger_wanted_locked). */
-bool region_decay_ok(void)
-{
-	return decay_fn && G.cfg.purge_ms && !G.slow_only && (long)getpid() == purger_pid;
-}
+bool region_decay_ok(void) { return decay_fn && purger_may_run(); }
 
 /* Called with no library lock held (the purger may be started here). */
 void region_decay_at(uint64_t due_ms)

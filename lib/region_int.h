@@ -32,6 +32,13 @@ typedef struct region_state {
 	page_t *huge[HUGE_PAGES];   /* one-page small runs of the open huge chunk no heap has taken yet,
 	                               lowest address last (region_alloc_run, huge.c) */
 	unsigned nhuge;
+	/* A big process's next chunk, cut one ahead of need and faulted in by the purger, so that
+	 * the thread that takes it does not stop for the kernel to clear 2 MiB (huge.c) */
+	uint32_t chunks_cut;        /* huge chunks cut so far */
+	page_t *ahead;              /* a chunk faulted in and ready, not yet opened; NULL: none */
+	page_t *filling;            /* the chunk the purger is to fault in; NULL: none */
+	bool fill_busy;             /* the purger is faulting it in, without the lock: it is the
+	                               purger's alone until then (huge_fill_wait_locked) */
 } region_state_t;
 
 extern HIDDEN region_state_t R;     /* runs.c; under the range lock */
@@ -48,7 +55,11 @@ HIDDEN bool huge_stash_release_locked(void);   /* the open huge chunk's untaken 
                                                   runs; true when the purger is wanted */
 
 /* huge.c */
+#define AHEAD_AFTER 32u             /* chunks opened (64 MiB of small runs) before one is cut ahead */
 HIDDEN void huge_unadvise_locked(size_t a, size_t b);   /* pages [a, b) lose their chunks' advice */
+HIDDEN bool huge_ahead_wanted_locked(void);     /* whether the next chunk is cut ahead of need */
+HIDDEN void huge_fill(uintptr_t chunk);         /* fault in a whole chunk (the purger, unlocked) */
+HIDDEN void huge_chunk_free_locked(page_t *c, bool *start);  /* its runs become free runs */
 
 /* purge.c */
 HIDDEN void purge_init_limit(void);
@@ -57,6 +68,10 @@ HIDDEN void maybe_purge_locked(void);
 HIDDEN void purge_due_locked(uint32_t stamp); /* a free run just became dirty, freed at stamp */
 HIDDEN bool limit_make_room_locked(size_t n);
 HIDDEN bool purger_wanted_locked(void);
+HIDDEN bool purger_may_run(void);              /* a purger can be started in this process */
+HIDDEN void purger_wake_locked(void);          /* new work for a waiting purger */
+HIDDEN void huge_fill_wait_locked(void);       /* until no chunk is being faulted in (drops the
+                                                  lock meanwhile) */
 HIDDEN void purger_start(void);
 HIDDEN void purge_fork_child(void);
 

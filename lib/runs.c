@@ -240,7 +240,28 @@ bool huge_stash_release_locked(void)
 {
 	bool start = false;
 	while (R.nhuge > 0) start |= free_locked(R.huge[--R.nhuge], now_stamp());
+	if (R.ahead) {
+		huge_chunk_free_locked(R.ahead, &start);
+		R.ahead = NULL;
+	}
+	if (R.filling && !R.fill_busy) {        /* one the purger is faulting in stays */
+		huge_chunk_free_locked(R.filling, &start);
+		R.filling = NULL;
+	}
 	return start;
+}
+
+void huge_chunk_free_locked(page_t *c, bool *start)
+{
+	for (size_t i = 0; i < HUGE_PAGES; i++) *start |= free_locked(&c[i], now_stamp());
+}
+
+/* A new huge chunk, advised; NULL when the range has none (flags: RUN_CHUNK's). */
+static page_t *chunk_cut(void)
+{
+	page_t *c = region_alloc_aligned(HUGE_PAGES, HUGE_SIZE, PK_SMALL, RUN_CHUNK);
+	if (c) region_huge_advise(page_addr(page_idx(c)));
+	return c;
 }
 
 /* A one-page small run for a heap. A big heap (huge.c) takes one from the recycled set when it
@@ -256,16 +277,41 @@ page_t *region_alloc_run(bool big, int flags)
 		return region_alloc(1, PK_SMALL, flags);
 	}
 	if (R.nhuge == 0) {
+		/* The chunk cut ahead, when there is one, whether the purger has faulted it in yet or
+		 * not (while it is at it, wait: the rest would be this thread's faults anyway). Always
+		 * that one: which chunk comes next must not depend on the purger's timing (SPEC,
+		 * Determinism). */
+		huge_fill_wait_locked();
+		page_t *c = R.ahead ? R.ahead : R.filling;
+		R.ahead = R.filling = NULL;
 		range_unlock();
-		if (flags & RUN_SPARE) return NULL;
-		page_t *c = region_alloc_aligned(HUGE_PAGES, HUGE_SIZE, PK_SMALL, RUN_CHUNK);
-		if (!c) return region_alloc(1, PK_SMALL, flags);
-		region_huge_advise(page_addr(page_idx(c)));
+		if (!c) {
+			if (flags & RUN_SPARE) return NULL;
+			c = chunk_cut();
+			if (!c) return region_alloc(1, PK_SMALL, flags);
+		}
 		range_lock();
+		bool ahead = huge_ahead_wanted_locked();
+		range_unlock();
+		/* cut the next one now, while the lock is not held, for the purger to fault in */
+		page_t *next = ahead ? chunk_cut() : NULL;
+		range_lock();
+		R.chunks_cut++;
 		/* the first run is the caller's, the rest wait, lowest address first; runs another
-		 * thread's chunk left over go back */
-		bool start = huge_stash_release_locked();
+		 * thread's chunk left over go back, and so does a chunk ahead that another thread
+		 * cut meanwhile */
+		bool start = false;
+		while (R.nhuge > 0) start |= free_locked(R.huge[--R.nhuge], now_stamp());
 		for (size_t i = HUGE_PAGES; i-- > 1;) R.huge[R.nhuge++] = &c[i];
+		if (next) {
+			if (R.ahead || R.filling) {
+				huge_chunk_free_locked(next, &start);
+			} else {
+				R.filling = next;
+				purger_wake_locked();
+				start |= purger_wanted_locked();
+			}
+		}
 		range_unlock();
 		if (start) purger_start();
 		return c;

@@ -1,12 +1,15 @@
 /* test-region.c - runs of pages: allocation inside the range, coalescing, resizing in place,
  * committed accounting, purging and the limit. */
 #include "region.h"
+#include "region_int.h"
 #include "range.h"
 #include "init.h"
 #include "alloc.h"
 #include "suites.h"
 #include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 static size_t committed(void)
 {
@@ -246,6 +249,112 @@ START_TEST(given_back_small_run_has_no_capacity)
 }
 END_TEST
 
+/* OS pages of [a, a + len) resident now. */
+static size_t resident_pages(uintptr_t a, size_t len)
+{
+	static unsigned char vec[HUGE_SIZE / 4096];
+	size_t n = len / (size_t)sysconf(_SC_PAGESIZE), k = 0;
+	ck_assert_int_eq(mincore((void *)a, len, vec), 0);
+	for (size_t i = 0; i < n; i++) k += vec[i] & 1;
+	return k;
+}
+
+/* huge.c: once AHEAD_AFTER chunks were opened, each chunk opened cuts the next, which the purger
+ * faults in (all of it resident before any run of it is taken); the next run past the open
+ * chunk comes from exactly that chunk; malloc_trim's purge gives a chunk ahead back. */
+START_TEST(chunk_ahead_faulted_in_then_taken)
+{
+	contig_ensure_init();
+	if (!region_huge_ok()) return;          /* no THP here: no chunks, nothing ahead */
+	enum { MAXRUNS = HUGE_PAGES * (AHEAD_AFTER + 4) };
+	static page_t *runs[MAXRUNS];
+	size_t n = 0;
+	range_lock();
+	bool seen = R.filling || R.ahead;
+	range_unlock();
+	while (!seen && n < MAXRUNS) {
+		runs[n] = region_alloc_run(true, 0);
+		ck_assert_ptr_nonnull(runs[n]);
+		n++;
+		range_lock();
+		seen = R.filling || R.ahead;
+		range_unlock();
+	}
+	ck_assert_msg(seen, "no chunk cut ahead after %zu runs", n);
+	ck_assert_uint_ge(n, (size_t)(AHEAD_AFTER - 1) * HUGE_PAGES);
+	range_lock();
+	page_t *ahead = R.filling ? R.filling : R.ahead;
+	range_unlock();
+	uintptr_t a = page_addr(page_idx(ahead));
+	ck_assert_uint_eq(a & (HUGE_SIZE - 1), 0);
+	/* the purger faults it in: wait for it (5 s at most) */
+	for (int i = 0; i < 5000; i++) {
+		range_lock();
+		bool ready = R.ahead == ahead;
+		range_unlock();
+		if (ready) break;
+		usleep(1000);
+	}
+	range_lock();
+	ck_assert_ptr_eq(R.ahead, ahead);
+	ck_assert_ptr_null(R.filling);
+	range_unlock();
+	ck_assert_uint_eq(resident_pages(a, HUGE_SIZE), HUGE_SIZE / (size_t)sysconf(_SC_PAGESIZE));
+	/* the rest of the open chunk, then the next run: the chunk ahead's first */
+	for (;;) {
+		range_lock();
+		unsigned left = R.nhuge;
+		range_unlock();
+		if (!left) break;
+		ck_assert_uint_lt(n, MAXRUNS);
+		runs[n++] = region_alloc_run(true, 0);
+	}
+	ck_assert_uint_lt(n, MAXRUNS);
+	runs[n] = region_alloc_run(true, 0);
+	ck_assert_ptr_eq(runs[n], ahead);
+	n++;
+	/* which cut the next one ahead; a purge of everything gives it back */
+	range_lock();
+	page_t *next = R.filling ? R.filling : R.ahead;
+	range_unlock();
+	ck_assert_ptr_nonnull(next);
+	ck_assert_ptr_ne(next, ahead);
+	uintptr_t b = page_addr(page_idx(next));
+	region_purge(true);
+	range_lock();
+	ck_assert_ptr_null(R.ahead);
+	ck_assert_ptr_null(R.filling);
+	ck_assert_uint_eq(R.nhuge, 0);
+	range_unlock();
+	ck_assert_uint_eq(P(page_idx(next))->kind, PK_FREE);
+	ck_assert_uint_eq(resident_pages(b, HUGE_SIZE), 0);
+	for (size_t i = 0; i < n; i++) region_free(runs[i]);
+	region_purge(true);
+}
+END_TEST
+
+/* Under CONTIG_LIMIT nothing is cut ahead: committed pages ahead of need would count. */
+START_TEST(no_chunk_ahead_under_a_limit)
+{
+	contig_ensure_init();
+	if (!region_huge_ok()) return;
+	region_set_limit_pages((size_t)1 << 30);
+	enum { MAXRUNS = HUGE_PAGES * (AHEAD_AFTER + 2) };
+	static page_t *runs[MAXRUNS];
+	for (size_t i = 0; i < MAXRUNS; i++) {
+		runs[i] = region_alloc_run(true, 0);
+		ck_assert_ptr_nonnull(runs[i]);
+	}
+	range_lock();
+	ck_assert_ptr_null(R.filling);
+	ck_assert_ptr_null(R.ahead);
+	range_unlock();
+	for (size_t i = 0; i < MAXRUNS; i++) region_free(runs[i]);
+	region_set_limit_pages(0);
+	region_purge(true);
+}
+END_TEST
+
 Suite *region_suite(void)
 {
 	Suite *s = suite_create("region");
@@ -260,6 +369,8 @@ Suite *region_suite(void)
 	tcase_add_test(t, reservation_not_committed);
 	tcase_add_test(t, late_remote_or_into_unused_chunk);
 	tcase_add_test(t, given_back_small_run_has_no_capacity);
+	tcase_add_test(t, chunk_ahead_faulted_in_then_taken);
+	tcase_add_test(t, no_chunk_ahead_under_a_limit);
 	suite_add_tcase(s, t);
 	return s;
 }
