@@ -99,10 +99,11 @@ bool huge_ahead_wanted_locked(void)
 
 /* Fault in the chunk at chunk, writable, changing nothing in it: the kernel's populate where it
  * has one (Linux 5.14), else a locked or of zero into each OS page (no value changes, whoever
- * else might write there). Called by the purger, which holds the chunk alone meanwhile. */
+ * else might write there). Called by the purger, which holds the chunk alone meanwhile. Any
+ * other refusal (no memory: the program's own touch will meet it, or not) leaves it as it is. */
 void huge_fill(uintptr_t chunk)
 {
-	if (os_madvise((void *)chunk, HUGE_SIZE, MADV_POPULATE_WRITE) == 0) return;
+	if (os_madvise((void *)chunk, HUGE_SIZE, MADV_POPULATE_WRITE) != -EINVAL) return;
 	for (uintptr_t a = chunk; a < chunk + HUGE_SIZE; a += OS_PAGE)
 		__atomic_fetch_or((unsigned char *)a, 0, __ATOMIC_RELAXED);
 }

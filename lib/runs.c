@@ -282,6 +282,11 @@ page_t *region_alloc_run(bool big, int flags)
 		 * that one: which chunk comes next must not depend on the purger's timing (SPEC,
 		 * Determinism). */
 		huge_fill_wait_locked();
+		if (R.nhuge > 0) {              /* another thread opened one meanwhile */
+			page_t *pg = R.huge[--R.nhuge];
+			range_unlock();
+			return pg;
+		}
 		page_t *c = R.ahead ? R.ahead : R.filling;
 		R.ahead = R.filling = NULL;
 		range_unlock();

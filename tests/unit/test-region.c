@@ -355,6 +355,31 @@ START_TEST(no_chunk_ahead_under_a_limit)
 }
 END_TEST
 
+/* malloc_trim's purge gives the open chunk's untaken runs back; that must not leave the purger's
+ * start claimed with no purger running (it did: no purger ever started again, and freed pages went
+ * back only at the library's later calls). A freed block's pages go back with no further call. */
+START_TEST(purge_leaves_the_purger_startable)
+{
+	contig_ensure_init();
+	if (!region_huge_ok()) return;
+	page_t *r = region_alloc_run(true, 0);          /* opens a chunk: 31 runs wait */
+	ck_assert_ptr_nonnull(r);
+	region_purge(true);
+	size_t before = committed();
+	page_t *a = region_alloc(64, PK_LARGE, 0);
+	ck_assert_ptr_nonnull(a);
+	memset((void *)page_addr(page_idx(a)), 1, 64 * PAGE_SIZE);
+	region_free(a);
+	int waited = 0;
+	while (committed() > before && waited < 3000) {
+		usleep(10000);
+		waited += 10;
+	}
+	ck_assert_msg(committed() <= before, "freed pages still committed after %d ms", waited);
+	region_free(r);
+}
+END_TEST
+
 Suite *region_suite(void)
 {
 	Suite *s = suite_create("region");
@@ -371,6 +396,7 @@ Suite *region_suite(void)
 	tcase_add_test(t, given_back_small_run_has_no_capacity);
 	tcase_add_test(t, chunk_ahead_faulted_in_then_taken);
 	tcase_add_test(t, no_chunk_ahead_under_a_limit);
+	tcase_add_test(t, purge_leaves_the_purger_startable);
 	suite_add_tcase(s, t);
 	return s;
 }
