@@ -12,6 +12,8 @@
 static pthread_cond_t purge_cond = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t fill_cond = PTHREAD_COND_INITIALIZER;   /* a chunk was faulted in */
 static int purger;                  /* 0 none, 1 starting or running */
+static pthread_t purger_thread;     /* the last one started, joined before the next starts */
+static bool purger_joinable;
 static uint64_t purger_until;       /* the purger waits until this ms clock (UINT64_MAX: for
                                        work, a while), 0: it is not waiting */
 static _Atomic(int) purger_deferred; /* wanted while the freeing thread held a library lock */
@@ -26,6 +28,7 @@ void purge_fork_child(void)
 	purger_until = 0;
 	purger_pid = (long)getpid();
 	atomic_store(&purger_deferred, 0);
+	purger_joinable = false;            /* the parent's purger is no thread of the child's */
 	/* a chunk the purger was faulting in stays to be faulted in (again) by the child's purger */
 	R.fill_busy = false;
 	pthread_cond_init(&fill_cond, NULL);
@@ -291,11 +294,19 @@ void purger_start(void)
 	pthread_condattr_t ca;
 	pthread_attr_t at;
 	pthread_t t;
+	/* The purger before this one has ended (it gave up its claim) or is ending: wait for it to be
+	 * gone, so that glibc takes its stack, cached with its TLS, instead of allocating another
+	 * thread's TLS vector through this thread's calloc. An allocation here only when the old
+	 * thread was a few instructions from its end made where later blocks go depend on timing
+	 * (SPEC, Determinism; a program pausing about as long as the purger lingers, 1 run in 20). */
+	if (purger_joinable) {
+		pthread_join(purger_thread, NULL);
+		purger_joinable = false;
+	}
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&purge_cond, &ca);
 	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&at, 64 << 10);
 	/* Every signal blocked in the purger (it inherits the mask it is created with): a signal
 	 * the program blocks in its own threads to take with sigwait or signalfd would otherwise
@@ -304,7 +315,12 @@ void purger_start(void)
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	if (pthread_create(&t, &at, purger_main, NULL) != 0) purger = 0;
+	if (pthread_create(&t, &at, purger_main, NULL) != 0) {
+		purger = 0;
+	} else {
+		purger_thread = t;
+		purger_joinable = true;
+	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&at);
 }
