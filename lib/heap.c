@@ -377,11 +377,17 @@ static void abandon_locked(heap_t *h)
 	heaps_abandoned = h;
 }
 
+/* The thread's heap_direct[] as h's fast[] says (&heap_none: every list empty). */
+static void direct_fill(const heap_t *h)
+{
+	for (unsigned c = 1; c <= DIRECT_CLASSES; c++) direct_set(c, h->fast[c]);
+}
+
 /* h becomes the thread's heap (&heap_none: it has none): heap_direct[] follows its fast[]. */
 static void heap_set_tls(heap_t *h)
 {
 	heap_tls = h;
-	for (unsigned c = 1; c <= DIRECT_CLASSES; c++) direct_set(c, h->fast[c]);
+	direct_fill(h);
 	if (heap_key_ok) pthread_setspecific(heap_key, h);
 }
 
@@ -489,7 +495,7 @@ static void heap_destructor(void *arg)
 	tidy_heap(h, keep);
 	spares_flush(h);
 	heap_tls = &heap_none;
-	for (unsigned c = 1; c <= DIRECT_CLASSES; c++) direct_set(c, &empty_hot);
+	direct_fill(&heap_none);
 	uint64_t now = os_now_ms() | 1;
 	pthread_mutex_lock(&heaps_lock);
 	locks_held++;

@@ -9,6 +9,14 @@
 #include <time.h>
 #include <unistd.h>
 
+/* ts moved on by ns nanoseconds (any amount), normalised. */
+static void ts_add_ns(struct timespec *ts, uint64_t ns)
+{
+	ts->tv_sec += (time_t)(ns / 1000000000u);
+	ts->tv_nsec += (long)(ns % 1000000000u);
+	if (ts->tv_nsec >= 1000000000L) { ts->tv_sec++; ts->tv_nsec -= 1000000000L; }
+}
+
 static pthread_cond_t purge_cond = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t fill_cond = PTHREAD_COND_INITIALIZER;   /* a chunk was faulted in */
 static int purger;                  /* 0 none, 1 starting or running */
@@ -142,8 +150,7 @@ void huge_fill_wait_locked(void)
 	while (R.fill_busy) {
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 10000000L;
-		if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
+		ts_add_ns(&ts, 10000000u);
 		range_wait(&fill_cond, &ts);
 	}
 }
@@ -262,8 +269,7 @@ static void *purger_main(void *arg)
 			 * forked from a thread). The next free of pages starts it again. */
 			struct timespec ts;
 			clock_gettime(CLOCK_MONOTONIC, &ts);
-			ts.tv_nsec += 200000000L;
-			if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
+			ts_add_ns(&ts, 200000000u);
 			purger_until = UINT64_MAX;
 			range_wait(&purge_cond, &ts);
 			purger_until = 0;
@@ -280,8 +286,7 @@ static void *purger_main(void *arg)
 		uint64_t now = os_now_ms();
 		uint64_t wait = due > now ? due - now : 0;
 		ts.tv_sec += (time_t)(wait / 1000);
-		ts.tv_nsec += (long)(wait % 1000) * 1000000L + 2000000L;   /* past the coarse clock's tick */
-		while (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
+		ts_add_ns(&ts, (wait % 1000 + 2) * 1000000u);   /* past the coarse clock's tick */
 		purger_until = due;       /* an earlier due time wakes it (purge_due_locked) */
 		range_wait(&purge_cond, &ts);
 		purger_until = 0;
@@ -330,12 +335,8 @@ void purger_start(void)
  * lock (pthread_create allocates). */
 bool purger_wanted_locked(void)
 {
-	if (purger || (!R.dirty_runs && decay_due == UINT64_MAX && !R.filling) || !G.cfg.purge_ms || G.slow_only)
+	if (purger || (!R.dirty_runs && decay_due == UINT64_MAX && !R.filling) || !purger_may_run())
 		return false;
-	/* A child made by a raw clone(2), not fork(): no atfork handler ran for it, and with
-	 * CLONE_VM it is not a thread glibc knows: pthread_create there hung the child (and the
-	 * parent waiting for it). Its freed pages go back on its next calls instead. */
-	if ((long)getpid() != purger_pid) return false;
 	if (locks_held) {
 		/* for whoever drops the lock (region_purger_kick): a program that frees into an
 		 * abandoned heap and then idles would otherwise keep the pages for good */
@@ -349,6 +350,10 @@ bool purger_wanted_locked(void)
 
 void region_set_decay(uint64_t (*fn)(uint64_t now)) { decay_fn = fn; }
 
+/* Not without a purge delay, nor while leaks are tracked (its TLS would show as a leak), nor in a
+ * child made by a raw clone(2), not fork(): no atfork handler ran for it, and with CLONE_VM it is
+ * not a thread glibc knows: pthread_create there hung the child (and the parent waiting for it).
+ * Its freed pages go back on its next calls instead. */
 bool purger_may_run(void)
 {
 	return G.cfg.purge_ms && !G.slow_only && (long)getpid() == purger_pid;

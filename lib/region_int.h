@@ -34,7 +34,7 @@ typedef struct region_state {
 	unsigned nhuge;
 	/* A big process's next chunk, cut one ahead of need and faulted in by the purger, so that
 	 * the thread that takes it does not stop for the kernel to clear 2 MiB (huge.c) */
-	uint32_t chunks_cut;        /* huge chunks cut so far */
+	uint32_t chunks_cut;        /* huge chunks opened so far (cut ahead or on demand) */
 	page_t *ahead;              /* a chunk faulted in and ready, not yet opened; NULL: none */
 	page_t *filling;            /* the chunk the purger is to fault in; NULL: none */
 	bool fill_busy;             /* the purger is faulting it in, without the lock: it is the
@@ -51,8 +51,9 @@ HIDDEN void bin_insert(size_t idx);
 HIDDEN void bin_remove(size_t idx);
 HIDDEN size_t free_run_holding(size_t i);
 HIDDEN void release_top_locked(bool always);     /* under RLIMIT_AS: free runs at the top unmapped */
-HIDDEN bool huge_stash_release_locked(void);   /* the open huge chunk's untaken runs become free
-                                                  runs; true when the purger is wanted */
+HIDDEN bool huge_stash_release_locked(void);   /* the open huge chunk's untaken runs and the
+                                                  chunk ahead (not one being faulted in) become
+                                                  free runs; true when the purger is wanted */
 
 /* huge.c */
 #define AHEAD_AFTER 32u             /* chunks opened (64 MiB of small runs) before one is cut ahead */

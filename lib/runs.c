@@ -236,10 +236,17 @@ page_t *region_alloc(size_t n, uint8_t kind, int flags) { return region_alloc_al
 
 static bool free_locked(page_t *h, uint32_t stamp);
 
-bool huge_stash_release_locked(void)
+/* The open chunk's untaken runs become free runs; true when the purger is wanted. */
+static bool stash_runs_free_locked(void)
 {
 	bool start = false;
 	while (R.nhuge > 0) start |= free_locked(R.huge[--R.nhuge], now_stamp());
+	return start;
+}
+
+bool huge_stash_release_locked(void)
+{
+	bool start = stash_runs_free_locked();
 	if (R.ahead) {
 		huge_chunk_free_locked(R.ahead, &start);
 		R.ahead = NULL;
@@ -305,8 +312,7 @@ page_t *region_alloc_run(bool big, int flags)
 		/* the first run is the caller's, the rest wait, lowest address first; runs another
 		 * thread's chunk left over go back, and so does a chunk ahead that another thread
 		 * cut meanwhile */
-		bool start = false;
-		while (R.nhuge > 0) start |= free_locked(R.huge[--R.nhuge], now_stamp());
+		bool start = stash_runs_free_locked();
 		for (size_t i = HUGE_PAGES; i-- > 1;) R.huge[R.nhuge++] = &c[i];
 		if (next) {
 			if (R.ahead || R.filling) {
