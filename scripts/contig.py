@@ -1310,16 +1310,22 @@ class Sampler(object):
         self.last_maps = maps
         self.nmaps += 1
         committed = live = None
-        if self.beacon is None:
-            try:
-                self.beacon = Beacon(self.pid, maps)
-            except (LookupError, OSError):
-                self.beacon = None
-        if self.beacon is not None:
+        for _ in range(2):
+            if self.beacon is None:
+                try:
+                    self.beacon = Beacon(self.pid, maps)
+                except (LookupError, OSError):
+                    self.beacon = None
+                    break
             try:
                 self.last_pm, committed, live = self.beacon.snapshot()
+                break
             except (OSError, struct.error):
-                pass
+                # the process called execve (a shell script or a wrapper such as a pyenv shim
+                # that execs the real program): /proc/PID/mem, opened before, still names the
+                # old image's memory, which is gone. The new image has a beacon of its own.
+                self.beacon.close()
+                self.beacon = None
         rss = statm_rss(self.pid)
         if self.last_pm is not None and rss is not None and committed is not None:
             self.last_pm.header["resident"] = rss

@@ -32,6 +32,19 @@ if expect_status 0 "map --text -- sleep 0.2" contig map --text -- sleep 0.2; the
 	grep -q "^timeline: " "$TMPD/out" || bad "map: no timeline"
 fi
 
+# A command that execs the real program (a shell script, a pyenv shim): the samples follow the
+# new image's page map, not the shell's, whose memory is gone once it has exec'd (the last row,
+# the library's own counts at exit, has no resident figure and is not a sample).
+if expect_status 0 "map --text -- sh -c 'sleep; exec python'" contig map --text -- sh -c \
+	"sleep 0.3; exec \"$PY\" -c 'import time; x = [bytes(1000) for _ in range(60000)]; time.sleep(0.5)'"; then
+	peak=$(awk '/^timeline: / { t = 1; next } t && $3 == "MiB" && $4 != "-" && $2 > m { m = $2 } END { print int(m) }' "$TMPD/out")
+	if [ "${peak:-0}" -ge 40 ]; then
+		ok "map of a command that execs: committed reached $peak MiB in the samples"
+	else
+		bad "map of a command that execs: the samples' committed peak is ${peak:-0} MiB, not the program's 60 MiB: $(sed -n '/^timeline/,$p' "$TMPD/out" | head -12)"
+	fi
+fi
+
 # A short run with a picture (matplotlib): a PNG with valid chunks, and not a trivial one.
 if ! "$PY" -c 'import matplotlib' 2>/dev/null; then
 	echo "SKIP: the picture: python3-matplotlib is not installed"
