@@ -1038,7 +1038,7 @@ KCOLOURS = {"usable": "#4daf4a", "reserved": "#bdbdbd", "served": "#8e44ad", "fo
 
 
 
-def draw(path, title, pm, segs, base, end, samples, exit_at=None):
+def draw(path, title, pm, segs, base, end, samples, exit_at=None, subtitle=None):
     """Draw the map into path: the whole range as the kernel maps it, the library's pages up to its
     frontier, small runs by size class, and (with samples) the timeline."""
     import matplotlib
@@ -1056,6 +1056,9 @@ def draw(path, title, pm, segs, base, end, samples, exit_at=None):
     if len(title) > 110:
         title = title[:107] + "..."
     fig.suptitle(title, fontsize=13, fontweight="bold")
+    if subtitle:
+        fig.text(0.5, 0.958, subtitle if len(subtitle) <= 190 else subtitle[:187] + "...", ha="center",
+                 va="top", fontsize=10, style="italic")
     ps = pm.page_size() if pm else GRANULE
     front = pm.frontier() if pm else base
 
@@ -1337,7 +1340,7 @@ class Sampler(object):
             self.beacon.close()
 
 
-def show(args, title, pm, maps, base, end, colls, notes, samples, exit_at=None):
+def show(args, title, pm, maps, base, end, colls, notes, samples, exit_at=None, subtitle=None):
     if maps is not None:
         segs = segments(maps, base, end, colls)
     elif pm is not None:
@@ -1354,6 +1357,8 @@ def show(args, title, pm, maps, base, end, colls, notes, samples, exit_at=None):
     out = sys.stdout
     if args.text or not args.output:
         out.write(title + "\n")
+        if subtitle:
+            out.write("(%s)\n" % subtitle)
         for n in notes:
             out.write(n + "\n")
         out.write("\n")
@@ -1365,7 +1370,7 @@ def show(args, title, pm, maps, base, end, colls, notes, samples, exit_at=None):
         print_timeline(samples, out)
     if args.output:
         try:
-            draw(args.output, title, pm, segs, base, end, samples, exit_at)
+            draw(args.output, title, pm, segs, base, end, samples, exit_at, subtitle)
         except ImportError:
             raise Failure("drawing needs matplotlib (Debian: apt-get install python3-matplotlib); "
                           "--text prints the same map", 1)
@@ -1436,11 +1441,22 @@ def map_run(args, lib):
     s.close()
     rc = p.returncode
     pm = None
+    others = []     # (committed peak, pid) of the processes the command forked, from their own dumps
     try:
         pm = parse_pagemap(slurp(dump))
         pm.source = "CONTIG_MAP_FILE, written at exit"
     except (OSError, ValueError):
         pm = None
+    try:
+        for name in os.listdir(tmp.name):
+            m = re.match(r"map\.(\d+)$", name)
+            if not m or int(m.group(1)) == p.pid:
+                continue
+            try:
+                h = parse_pagemap(slurp(os.path.join(tmp.name, name))).header
+            except (OSError, ValueError):
+                continue
+            others.append((h.get("committed_peak", 0), int(m.group(1))))
     finally:
         tmp.cleanup()
     how = "exited with status %d" % rc if rc >= 0 else "was killed by signal %d" % -rc
@@ -1462,12 +1478,26 @@ def map_run(args, lib):
         if s.samples:
             exit_at = time.monotonic() - s.t0
             s.samples.append((exit_at, h.get("committed"), None, h.get("live_bytes")))
+    elif s.last_pm is not None:
+        # it ended without running its exit handlers (_exit, as a shell does, or a signal): the
+        # last page map sampled through the beacon is the latest there is
+        pm = s.last_pm
+        notes.append("(no page map dump: the command did not run its exit handlers; the library's view is "
+                     "the last sample's)")
     else:
         notes.append("(no page map dump: the command did not run its exit handlers)")
     if s.last_maps is not None:
         notes.append("kernel's view: the last of %d samples of /proc/PID/maps" % s.nmaps)
     title = "%s: %s %s" % (ME, " ".join(cmd)[:90], how)
-    return show(args, title, pm, s.last_maps, base, end, colls, notes, s.samples, exit_at)
+    subtitle = None
+    if others:
+        # a shell script, make, a launcher: this map is of the command's own process, and the
+        # heap that matters may be a child's, which has a range and a page map of its own
+        peak, cpid = max(others)
+        subtitle = ("it forked %d process(es) under the library; this map is of pid %d, the command itself; "
+                    "the largest child heap, pid %d's, peaked at %s committed: map that program directly"
+                    % (len(others), p.pid, cpid, human(peak)))
+    return show(args, title, pm, s.last_maps, base, end, colls, notes, s.samples, exit_at, subtitle)
 
 
 def main(argv):

@@ -45,6 +45,20 @@ if expect_status 0 "map --text -- sh -c 'sleep; exec python'" contig map --text 
 	fi
 fi
 
+# A command that forks the program instead (a shell that runs it and goes on): the map is of the
+# command's own process, says so, and names the largest heap among the children's own page maps.
+# The shell leaves by _exit, with no dump of its own: its last sampled page map stands in.
+if expect_status 0 "map --text -- sh -c 'python; true'" contig map --text -- sh -c \
+	"\"$PY\" -c 'x = [bytes(1000) for _ in range(60000)]'; true"; then
+	if grep -q "^(it forked 1 process(es) under the library; this map is of pid [0-9]*, the command itself; the largest child heap, pid [0-9]*'s, peaked at [0-9.]* MiB committed" "$TMPD/out"; then
+		ok "map of a command that forks: the child's heap is named"
+	else
+		bad "map of a command that forks: no line naming the child's heap: $(head -4 "$TMPD/out")"
+	fi
+	grep -q "^the library's view: its page map (the beacon in /proc/" "$TMPD/out" ||
+		bad "map of a command that forks: the shell's last sampled page map is not shown"
+fi
+
 # A short run with a picture (matplotlib): a PNG with valid chunks, and not a trivial one.
 if ! "$PY" -c 'import matplotlib' 2>/dev/null; then
 	echo "SKIP: the picture: python3-matplotlib is not installed"
