@@ -285,8 +285,7 @@ static void *purger_main(void *arg)
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		uint64_t now = os_now_ms();
 		uint64_t wait = due > now ? due - now : 0;
-		ts.tv_sec += (time_t)(wait / 1000);
-		ts_add_ns(&ts, (wait % 1000 + 2) * 1000000u);   /* past the coarse clock's tick */
+		ts_add_ns(&ts, (wait + 2) * 1000000u);   /* past the coarse clock's tick */
 		purger_until = due;       /* an earlier due time wakes it (purge_due_locked) */
 		range_wait(&purge_cond, &ts);
 		purger_until = 0;
